@@ -1,0 +1,46 @@
+# zhuoji-env developer commands. Everything runs inside .venv (created on demand).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.stamp
+
+# torch is pinned here, not in pyproject.toml: on these machines torch==2.13.0 resolves to a
+# local CPU wheel in seconds, while an unpinned torch pulls a multi-GB CUDA build.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: venv demo test lint format bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	$(PIP) install "$(TORCH_PIN)"
+	$(PIP) install -e ".[train,dev]"
+	@touch $(STAMP)
+
+demo: venv
+	$(PY) -m zhuoji_env.demo
+
+# pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
+test: venv
+	@$(PY) -m pytest -n 2 -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then \
+		echo "make test: FAILED - pytest collected no tests (exit code 5)" >&2; exit 1; \
+	fi; \
+	exit $$rc
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+format: venv
+	$(VENV)/bin/ruff format --check .
+
+bench: venv
+	$(PY) -m zhuoji_env.bench
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +

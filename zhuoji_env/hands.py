@@ -1,0 +1,287 @@
+"""Hand evaluation from precomputed per-suit tables (RULES.md 5).
+
+Every function takes counts with any leading batch shape (``[..., 27]``) and returns arrays of
+that leading shape, so a call is a few array operations.
+
+The tables are indexed by one suit's nine counts read as a base-5 number (``5**9`` entries).
+The core table ``DIST[idx, m, p]`` is the least number of tiles that must be added to the suit
+so that it contains ``m`` sets and ``p`` pairs (0 <= m <= 4, p in {0, 1}), with at most four
+copies of a kind: an exact distance, from which winning (distance 0), waits and shanten follow.
+It is built once by a dynamic programme over the nine ranks and cached in ``data/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from zhuoji_env.tiles import NUM_KINDS
+
+_POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
+_N_SUIT = 5**9
+_INF = 99
+_CACHE_NAME = "hand_tables_v1.npz"
+
+# Shapes (牌型) of a winning hand.
+PINGHU, DADUIZI, QIDUI, LONGQIDUI, DANDIAO = 0, 1, 2, 3, 4
+SHAPE_NAMES = ("pinghu", "daduizi", "qidui", "longqidui", "dandiao")
+
+
+def _build_dist() -> np.ndarray:
+    """DIST[idx, m, p] for every suit vector, by a DP over ranks (rank 1 most significant)."""
+    states = [
+        (c1, c2, m, p)
+        for m in range(5)
+        for c1 in range(5)
+        for c2 in range(5)
+        for p in range(2)
+        if c1 + c2 <= m
+    ]
+    sid = {s: i for i, s in enumerate(states)}
+    n_states = len(states)
+    value = np.full((1, n_states), _INF, dtype=np.int16)
+    value[0, sid[(0, 0, 0, 0)]] = 0
+    for rank in range(9):
+        src, dst, demand = [], [], []
+        for (c1, c2, m, p), s in sid.items():
+            for r in range(5 if rank <= 6 else 1):
+                for t in range(2):
+                    for q in range(2 - p):
+                        d = c1 + c2 + r + 3 * t + 2 * q
+                        nm = m + r + t
+                        if d > 4 or nm > 4:
+                            continue
+                        src.append(s)
+                        dst.append(sid[(r, c1, nm, p + q)])
+                        demand.append(d)
+        order = np.argsort(dst, kind="stable")
+        src_a = np.asarray(src)[order]
+        dst_a = np.asarray(dst)[order]
+        demand_a = np.asarray(demand, dtype=np.int16)[order]
+        starts = np.flatnonzero(np.r_[True, dst_a[1:] != dst_a[:-1]])
+        targets = dst_a[starts]
+        new = np.full((value.shape[0], 5, n_states), _INF, dtype=np.int16)
+        for h in range(5):
+            cand = value[:, src_a] + np.maximum(demand_a - h, 0)
+            new[:, h, targets] = np.minimum.reduceat(cand, starts, axis=1)
+        value = np.minimum(new.reshape(-1, n_states), _INF)
+    finals = [sid[(0, 0, m, p)] for m in range(5) for p in range(2)]
+    return value[:, finals].reshape(_N_SUIT, 5, 2).astype(np.uint8)
+
+
+def _derive(dist: np.ndarray) -> dict[str, np.ndarray]:
+    """Completion flags and wait masks per suit vector."""
+    digits = (np.arange(_N_SUIT)[:, None] // _POW5[None, :]) % 5
+    total = digits.sum(1)
+    m = np.minimum(total // 3, 4)
+    rows = np.arange(_N_SUIT)
+    sets_only = (total % 3 == 0) & (total <= 12) & (dist[rows, m, 0] == 0)
+    with_pair = (total % 3 == 2) & (total <= 14) & (dist[rows, m, 1] == 0)
+    complete = (sets_only | with_pair).astype(np.uint8)
+    waits = np.zeros(_N_SUIT, dtype=np.uint16)
+    for r in range(9):
+        can_add = digits[:, r] < 4
+        added = np.where(can_add, rows + _POW5[r], 0)
+        waits |= (can_add & (complete[added] == 1)).astype(np.uint16) << r
+    return {"complete": complete, "waits": waits}
+
+
+def _load_tables() -> dict[str, np.ndarray]:
+    here = Path(__file__).parent / "data" / _CACHE_NAME
+    user = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zhuoji_env"
+    for path in (here, user / _CACHE_NAME):
+        if path.exists():
+            with np.load(path) as f:
+                return {k: f[k] for k in f.files}
+    dist = _build_dist()
+    tables = {"dist": dist, **_derive(dist)}
+    for path in (here, user / _CACHE_NAME):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp.npz")
+            np.savez_compressed(tmp, **tables)
+            tmp.replace(path)
+            break
+        except OSError:
+            continue
+    return tables
+
+
+_T = _load_tables()
+DIST: np.ndarray = _T["dist"]
+"""``[5**9, 5, 2]`` uint8: tiles to add for m sets and p pairs in one suit."""
+SUIT_COMPLETE: np.ndarray = _T["complete"]
+"""``[5**9]`` uint8: 1 where the suit splits into sets, or sets and one pair (by its size)."""
+SUIT_WAITS: np.ndarray = _T["waits"]
+"""``[5**9]`` uint16: bit r set where adding rank r+1 makes the suit complete."""
+_BITS = (1 << np.arange(9)).astype(np.uint16)
+
+
+def _counts(concealed) -> np.ndarray:
+    c = np.asarray(concealed)
+    if c.shape[-1:] != (NUM_KINDS,):
+        raise ValueError(f"expected counts with last axis 27, got shape {c.shape}")
+    return c
+
+
+def suit_index(concealed) -> np.ndarray:
+    """Base-5 index of each suit: ``[..., 3]`` int32 (counts must be 0-4)."""
+    c = _counts(concealed)
+    return c.reshape(c.shape[:-1] + (3, 9)).astype(np.int32) @ _POW5
+
+
+def _standard_win(idx: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    rem = sums % 3
+    ok = SUIT_COMPLETE[idx].astype(bool) & (rem != 1)
+    return ok.all(-1) & ((rem == 2).sum(-1) == 1)
+
+
+def _seven_pairs(c: np.ndarray) -> np.ndarray:
+    return (c.sum(-1) == 14) & ((c % 2) == 0).all(-1)
+
+
+def is_win(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
+    """Whether a 3k+2 concealed hand wins (RULES.md 5.1).
+
+    ``melds`` is the number of melds (broadcast); seven pairs need none and 14 concealed tiles,
+    four identical tiles counting as two pairs.
+    """
+    c = _counts(concealed)
+    idx = suit_index(c)
+    sums = c.reshape(c.shape[:-1] + (3, 9)).sum(-1)
+    return _standard_win(idx, sums) | (_seven_pairs(c) & (np.asarray(melds) == 0))
+
+
+def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
+    """For a 3k+1 hand, bool ``[..., 27]``: the kinds that would make it a winning hand.
+
+    Copies left are ignored; a kind already held four times concealed is never a wait.
+    """
+    c = _counts(concealed)
+    idx = suit_index(c)
+    sums = c.reshape(c.shape[:-1] + (3, 9)).sum(-1)
+    rem = sums % 3
+    done = SUIT_COMPLETE[idx].astype(bool)
+    ok0 = done & (rem == 0)
+    ok2 = done & (rem == 2)
+    w = (SUIT_WAITS[idx][..., None] & _BITS).astype(bool)
+    out = np.zeros(c.shape, dtype=bool)
+    for s in range(3):
+        others = [o for o in range(3) if o != s]
+        a, b = others
+        both_sets = ok0[..., a] & ok0[..., b]
+        one_pair = (ok0[..., a] & ok2[..., b]) | (ok2[..., a] & ok0[..., b])
+        sw = w[..., s, :]
+        # Adding to suit s: s becomes sets+pair (rem 1 -> 2) or sets only (rem 2 -> 0).
+        out[..., 9 * s : 9 * s + 9] = sw & (
+            ((rem[..., s] == 1) & both_sets)[..., None] | ((rem[..., s] == 2) & one_pair)[..., None]
+        )
+    seven = (c.sum(-1) == 13) & ((c % 2) == 1).sum(-1) == 1
+    seven &= np.asarray(melds) == 0
+    out |= seven[..., None] & (c % 2 == 1)
+    return out
+
+
+def is_ready(concealed, meld_tiles=None, melds: int | np.ndarray = 0) -> np.ndarray:
+    """叫牌 (RULES.md 5.2): some wait of which the seat does not hold all four copies.
+
+    ``meld_tiles`` is ``[..., 27]`` the tiles of each kind in the seat's melds (a pong 3, a kong 4).
+    """
+    c = _counts(concealed)
+    held = c if meld_tiles is None else c + np.asarray(meld_tiles)
+    return (waits(c, melds) & (held < 4)).any(-1)
+
+
+def shanten(concealed, seven_pairs: bool = True) -> np.ndarray:
+    """Shanten number (-1 complete, 0 ready, ...) of 3k+1 or 3k+2 concealed hands.
+
+    The standard shape counts exactly (at most four copies of a kind); with ``seven_pairs``,
+    14-tile targets may also be seven pairs, four identical tiles counting as two pairs.
+    """
+    c = _counts(concealed)
+    n = c.sum(-1)
+    if np.any(n % 3 == 0) or np.any(n > 14):
+        raise ValueError("shanten needs 3k+1 or 3k+2 concealed tiles, at most 14")
+    d = DIST[suit_index(c)].astype(np.int16)  # [..., 3, 5, 2]
+    k = n // 3
+    # min-plus convolution of suits 0 and 1 over (m, p), then close with suit 2.
+    pair01 = np.full(d.shape[:-3] + (5, 2), _INF, dtype=np.int16)
+    for m0 in range(5):
+        for m1 in range(5 - m0):
+            for p0 in range(2):
+                for p1 in range(2 - p0):
+                    cur = d[..., 0, m0, p0] + d[..., 1, m1, p1]
+                    pair01[..., m0 + m1, p0 + p1] = np.minimum(pair01[..., m0 + m1, p0 + p1], cur)
+    best = np.full(n.shape, _INF, dtype=np.int16)
+    for m01 in range(5):
+        m2 = k - m01
+        valid = (m2 >= 0) & (m2 <= 4)
+        m2c = np.clip(m2, 0, 4)
+        for p01 in range(2):
+            d2 = np.take_along_axis(d[..., 2, :, 1 - p01], m2c[..., None], -1)[..., 0]
+            cur = np.where(valid, pair01[..., m01, p01] + d2, _INF)
+            best = np.minimum(best, cur)
+    out = best - 1
+    if seven_pairs:
+        pairs = (c // 2).sum(-1)
+        out = np.where(n >= 13, np.minimum(out, 6 - pairs), out)
+    return out.astype(np.int8)
+
+
+# --------------------------------------------------------------------------- patterns
+def shape_and_flush(concealed, meld_tiles, melds):
+    """Best-reading shapes of a winning hand as flags, and flush (清一色).
+
+    ``meld_tiles``: ``[..., 27]`` tiles per kind in melds; ``melds``: number of melds.
+    Returns ``(daduizi, seven, dragon, dandiao, flush)`` bool arrays; a plain standard hand has
+    all shape flags false.
+    """
+    c = _counts(concealed).astype(np.int16)
+    mt = np.asarray(meld_tiles, dtype=np.int16)
+    nm = np.asarray(melds)
+    seven = _seven_pairs(c) & (nm == 0)
+    dragon = seven & (c == 4).any(-1)
+    # 大对子: concealed part is triplets and one pair (melds are pongs or kongs: no chow here).
+    daduizi = ~((c == 1) | (c == 4)).any(-1) & ((c == 2).sum(-1) == 1)
+    dandiao = (nm == 4) & (c.sum(-1) == 2)
+    allt = c + mt
+    suits_present = (allt.reshape(allt.shape[:-1] + (3, 9)).sum(-1) > 0).sum(-1)
+    flush = suits_present == 1
+    return daduizi, seven, dragon, dandiao, flush
+
+
+def hand_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarray:
+    """Pattern value (RULES.md 5.3) of winning hands: the largest over the readings.
+
+    ``table`` is ``Rules.pattern_table``.
+    """
+    daduizi, seven, dragon, dandiao, flush = shape_and_flush(concealed, meld_tiles, melds)
+    base = np.full(daduizi.shape, table["pinghu"], dtype=np.int32)
+    base = np.where(daduizi, table["daduizi"], base)
+    base = np.where(seven, table["qidui"], base)
+    base = np.where(dragon, table["longqidui"], base)
+    flush_value = table["flush"] + np.where(daduizi | seven, base, 0)
+    value = np.where(flush, flush_value, base)
+    if table["dandiao"]:
+        dd = np.where(flush, 2 * table["dandiao"], table["dandiao"])
+        value = np.where(dandiao, np.maximum(value, dd), value)
+    return value
+
+
+def is_plain(concealed, meld_tiles, melds) -> np.ndarray:
+    """A non-flush 平胡 (needs a passport to win on a discard, RULES.md 5.3)."""
+    daduizi, seven, _, dandiao, flush = shape_and_flush(concealed, meld_tiles, melds)
+    return ~(daduizi | seven | flush | dandiao)
+
+
+def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarray:
+    """查叫 value of a 3k+1 hand: the largest pattern value over its playable waits (0 if none)."""
+    c = _counts(concealed)
+    mt = np.asarray(meld_tiles)
+    w = waits(c, melds) & (c + mt < 4)
+    eye = np.eye(NUM_KINDS, dtype=c.dtype)
+    won = c[..., None, :] + eye  # [..., 27, 27]
+    vals = hand_value(won, mt[..., None, :], np.asarray(melds)[..., None], table)
+    return np.where(w, vals, 0).max(-1)

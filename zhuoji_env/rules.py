@@ -1,0 +1,226 @@
+"""The rules configuration: a preset (``guiyang``, ``classic``, ``app``) plus switch overrides.
+
+Every switch of RULES.md section 9 is a field of :class:`Rules`. A configuration is built from a
+preset name, from a record's ``{"preset": ..., "overrides": {...}}`` object, or from keyword
+overrides, and is validated on construction: an unknown switch or a bad value raises
+``ValueError`` naming the switch and what it allows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PRESET_NAMES = ("guiyang", "classic", "app")
+
+_CHOICES: dict[str, tuple] = {
+    "num_players": (4, 3),
+    "units": ("bei", "fan", "bei_dandiao"),
+    "rerpao": ("plus_one", "transfer", "plus_one_burn"),
+    "qianggang": ("pay_for_all", "plus_nine_burn"),
+    "chicken_scope": ("all", "hand", "yaoji_river"),
+    "flip_mode": ("up", "up_down"),
+    "zeren": ("off", "on", "reversible"),
+    "pass_win": ("penalty", "forbid"),
+    "draw_dealer": ("stay", "classic"),
+}
+_BOOLS = (
+    "jian_dou_san",
+    "ready_required",
+    "chicken_kong_60",
+    "bao_ji",
+    "baoting",
+    "dealer_streak_bonus",
+)
+_MIN_INT = {
+    "gangkai_bonus": 0,
+    "chicken_unit": 1,
+    "chongfeng": 0,
+    "hands_per_game": 1,
+    "base_stake": 1,
+}
+
+# Pattern values (RULES.md 5.3): shape -> value, and the flush base.
+PATTERN_TABLES = {
+    "bei": {"pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 0},
+    "fan": {"pinghu": 10, "daduizi": 30, "qidui": 40, "longqidui": 50, "flush": 50, "dandiao": 0},
+    "bei_dandiao": {
+        "pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 10,
+    },
+}
+# 报听 bonus (hard, soft) by units (RULES.md 7.2).
+BAOTING_BONUS = {"bei": (20, 10), "fan": (200, 100), "bei_dandiao": (20, 10)}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A validated ruleset. Field names and values are exactly the switches of RULES.md 9."""
+
+    preset: str = "guiyang"
+    num_players: int = 4
+    units: str = "bei"
+    zimo_bonus: int | str = 1
+    gangkai_bonus: int = 1
+    rerpao: str = "plus_one"
+    qianggang: str = "pay_for_all"
+    dou_values: tuple[int, int, int] = (2, 3, 1)
+    jian_dou_san: bool = False
+    ready_required: bool = True
+    chicken_unit: int = 1
+    chicken_scope: str = "all"
+    flip_mode: str = "up"
+    chongfeng: int = 2
+    zeren: str = "on"
+    chicken_kong_60: bool = False
+    bao_ji: bool = False
+    pass_win: str = "penalty"
+    baoting: bool = False
+    draw_dealer: str = "stay"
+    dealer_streak_bonus: bool = True
+    hands_per_game: int = 1
+    base_stake: int = 1
+    overrides: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        if self.preset not in PRESET_NAMES:
+            raise ValueError(f"unknown preset {self.preset!r}: allowed {list(PRESET_NAMES)}")
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or value not in allowed:
+                raise ValueError(f"switch {name!r}: bad value {value!r}, allowed {list(allowed)}")
+        for name in _BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"switch {name!r}: bad value {getattr(self, name)!r}, allowed true or false"
+                )
+        for name, low in _MIN_INT.items():
+            _check_int(name, getattr(self, name), low)
+        if self.zimo_bonus != "plain_only":
+            _check_int("zimo_bonus", self.zimo_bonus, 0, "an integer >= 0 or 'plain_only'")
+        dou = self.dou_values
+        if (
+            not isinstance(dou, (list, tuple))
+            or len(dou) != 3
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in dou)
+        ):
+            raise ValueError(
+                f"switch 'dou_values': bad value {dou!r}, allowed a list of three integers >= 0 "
+                "(闷豆, 转弯豆, 点豆)"
+            )
+        object.__setattr__(self, "dou_values", tuple(dou))
+        object.__setattr__(self, "overrides", dict(self.overrides))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_preset(cls, preset: str = "guiyang", **overrides: Any) -> Rules:
+        """The preset with the given switches overridden."""
+        if preset not in PRESET_NAMES:
+            raise ValueError(f"unknown preset {preset!r}: allowed {list(PRESET_NAMES)}")
+        unknown = sorted(set(overrides) - set(SWITCHES))
+        if unknown:
+            raise ValueError(f"unknown switch {unknown[0]!r}: allowed switches {list(SWITCHES)}")
+        values = {**_PRESETS[preset], **overrides}
+        if "dou_values" in overrides and isinstance(overrides["dou_values"], list):
+            overrides = {**overrides, "dou_values": tuple(overrides["dou_values"])}
+        return cls(preset=preset, overrides=overrides, **values)
+
+    @classmethod
+    def make(cls, spec: str | Mapping[str, Any] | Rules | None = None, **overrides: Any) -> Rules:
+        """Build from a preset name, ``{"preset": .., "overrides": {..}}``, or a ``Rules``.
+
+        Keyword overrides are applied on top.
+        """
+        if spec is None:
+            spec = "guiyang"
+        if isinstance(spec, Rules):
+            return spec.replace(**overrides) if overrides else spec
+        if isinstance(spec, str):
+            return cls.from_preset(spec, **overrides)
+        if isinstance(spec, Mapping):
+            extra = sorted(set(spec) - {"preset", "overrides"})
+            if extra:
+                raise ValueError(
+                    f"rules object has unknown key {extra[0]!r}: allowed 'preset' and 'overrides'"
+                )
+            base = spec.get("overrides") or {}
+            if not isinstance(base, Mapping):
+                raise ValueError(f"rules 'overrides' must be an object, got {base!r}")
+            return cls.from_preset(spec.get("preset", "guiyang"), **{**base, **overrides})
+        raise ValueError(
+            f"rules must be a preset name, a {{'preset', 'overrides'}} object or Rules, "
+            f"got {type(spec).__name__}"
+        )
+
+    def replace(self, **overrides: Any) -> Rules:
+        """A copy with more switches overridden."""
+        return Rules.from_preset(self.preset, **{**self.overrides, **overrides})
+
+    def to_record(self) -> dict:
+        """The record form ``{"preset": name, "overrides": {...}}`` (RULES.md 10)."""
+        out = {}
+        for k, v in self.overrides.items():
+            out[k] = list(v) if isinstance(v, tuple) else v
+        return {"preset": self.preset, "overrides": out}
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def pattern_table(self) -> dict[str, int]:
+        return PATTERN_TABLES[self.units]
+
+    @property
+    def baoting_bonus(self) -> tuple[int, int]:
+        """(硬报, 软报) bonus in units."""
+        return BAOTING_BONUS[self.units]
+
+    @property
+    def kong_values(self) -> tuple[int, int, int]:
+        """What a 闷豆, 转弯豆, 点豆 collects, after 见豆三."""
+        return (3, 3, 3) if self.jian_dou_san else self.dou_values
+
+
+def _check_int(name: str, value: Any, low: int, allowed: str | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(
+            f"switch {name!r}: bad value {value!r}, allowed {allowed or f'an integer >= {low}'}"
+        )
+
+
+SWITCHES: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(Rules) if f.name not in ("preset", "overrides")
+)
+
+_PRESETS: dict[str, dict[str, Any]] = {
+    "guiyang": {},
+    "classic": {
+        "units": "fan",
+        "zimo_bonus": 0,
+        "gangkai_bonus": 10,
+        "rerpao": "transfer",
+        "dou_values": (20, 10, 10),
+        "ready_required": False,
+        "chicken_unit": 10,
+        "chicken_scope": "hand",
+        "chongfeng": 0,
+        "zeren": "off",
+        "chicken_kong_60": True,
+        "draw_dealer": "classic",
+        "dealer_streak_bonus": False,
+    },
+    "app": {
+        "units": "bei_dandiao",
+        "zimo_bonus": "plain_only",
+        "rerpao": "plus_one_burn",
+        "qianggang": "plus_nine_burn",
+        "dou_values": (3, 3, 3),
+        "jian_dou_san": True,
+        "chicken_scope": "yaoji_river",
+        "chongfeng": 3,
+        "zeren": "reversible",
+        "bao_ji": True,
+        "pass_win": "forbid",
+        "baoting": True,
+        "dealer_streak_bonus": False,
+    },
+}

@@ -1,0 +1,107 @@
+"""Tiles: the 27 kinds of the 108-tile set, their codes, and count vectors.
+
+Kinds 0-8 are characters (万, ``1m``..``9m``), 9-17 dots (筒, ``1p``..``9p``), 18-26 bamboo
+(条, ``1s``..``9s``). ``1s`` (kind 18) is the 幺鸡 chicken. A hand is a length-27 vector of counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+NUM_KINDS = 27
+NUM_TILES = 108
+COPIES = 4
+SUITS = "mps"
+YAOJI = 18
+"""Kind index of ``1s``, the 幺鸡."""
+
+CODES: tuple[str, ...] = tuple(f"{rank}{suit}" for suit in SUITS for rank in range(1, 10))
+_KIND_OF_CODE = {code: kind for kind, code in enumerate(CODES)}
+
+UNICODE: tuple[str, ...] = tuple(
+    chr(base + rank) for base in (0x1F007, 0x1F019, 0x1F010) for rank in range(9)
+)
+"""Unicode mahjong glyphs of the 27 kinds (🀇..🀏, 🀙..🀡, 🀐..🀘)."""
+
+
+def kind(code: str) -> int:
+    """Kind index of a tile code such as ``"5m"``; a bad code raises ``ValueError``."""
+    try:
+        return _KIND_OF_CODE[code]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"bad tile code {code!r}: expected rank 1-9 then suit m, p or s, e.g. '5m', '1s'"
+        ) from None
+
+
+def code(k: int) -> str:
+    """Tile code of a kind index 0-26."""
+    if not isinstance(k, (int, np.integer)) or not 0 <= k < NUM_KINDS:
+        raise ValueError(f"bad tile kind {k!r}: expected an integer 0-26")
+    return CODES[int(k)]
+
+
+def parse_tiles(text: str | Sequence[str]) -> list[int]:
+    """Kinds of a concatenated code string (``"1m2m3m"``) or of a list of codes."""
+    if isinstance(text, str):
+        if len(text) % 2:
+            raise ValueError(f"tile string of odd length {len(text)}: {text!r}")
+        return [kind(text[i : i + 2]) for i in range(0, len(text), 2)]
+    return [kind(c) for c in text]
+
+
+def format_tiles(kinds: Iterable[int]) -> str:
+    """Concatenated codes of a sequence of kinds."""
+    return "".join(code(int(k)) for k in kinds)
+
+
+def to_counts(tiles: str | Sequence[str] | Iterable[int]) -> np.ndarray:
+    """A 27-vector of counts (int8) from codes or kinds."""
+    if isinstance(tiles, str) or (
+        isinstance(tiles, Sequence) and len(tiles) and isinstance(tiles[0], str)
+    ):
+        kinds = parse_tiles(tiles)  # type: ignore[arg-type]
+    else:
+        kinds = [int(k) for k in tiles]  # type: ignore[union-attr]
+        for k in kinds:
+            code(k)
+    return np.bincount(np.asarray(kinds, dtype=np.int64), minlength=NUM_KINDS).astype(np.int8)
+
+
+def from_counts(counts: np.ndarray) -> list[int]:
+    """Sorted kinds of a 27-vector of counts."""
+    counts = np.asarray(counts)
+    if counts.shape != (NUM_KINDS,) or (counts < 0).any():
+        raise ValueError(f"expected 27 non-negative counts, got shape {counts.shape}")
+    return [k for k in range(NUM_KINDS) for _ in range(int(counts[k]))]
+
+
+def counts_to_str(counts: np.ndarray) -> str:
+    """Codes of a count vector, sorted (``"1m1m5p"``)."""
+    return format_tiles(from_counts(counts))
+
+
+def suit_of(k):
+    """Suit index 0 (m), 1 (p), 2 (s) of kinds (scalar or array)."""
+    return np.asarray(k) // 9 if not isinstance(k, (int, np.integer)) else int(k) // 9
+
+
+def next_kind(k):
+    """The next tile: rank + 1 in the same suit, 9 wrapping to 1 (翻鸡 uses it)."""
+    k = np.asarray(k)
+    out = (k // 9) * 9 + (k % 9 + 1) % 9
+    return int(out) if out.ndim == 0 else out
+
+
+def prev_kind(k):
+    """The previous tile: rank - 1 in the same suit, 1 wrapping to 9 (上下鸡)."""
+    k = np.asarray(k)
+    out = (k // 9) * 9 + (k % 9 + 8) % 9
+    return int(out) if out.ndim == 0 else out
+
+
+def full_set() -> np.ndarray:
+    """The 108 tiles as kinds in sorted order (int8)."""
+    return np.repeat(np.arange(NUM_KINDS, dtype=np.int8), COPIES)
