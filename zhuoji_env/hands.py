@@ -178,7 +178,7 @@ def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
         out[..., 9 * s : 9 * s + 9] = sw & (
             ((rem[..., s] == 1) & both_sets)[..., None] | ((rem[..., s] == 2) & one_pair)[..., None]
         )
-    seven = (c.sum(-1) == 13) & ((c % 2) == 1).sum(-1) == 1
+    seven = (c.sum(-1) == 13) & (((c % 2) == 1).sum(-1) == 1)
     seven &= np.asarray(melds) == 0
     out |= seven[..., None] & (c % 2 == 1)
     return out

@@ -1,0 +1,465 @@
+"""Dealing, stepping and legal-action masks of a batch of hands (RULES.md 2-4, 6).
+
+``deal`` starts hands from given walls; ``step`` applies one action per game for the seat the
+decision protocol of RULES.md 3 asks, runs the forced moves that follow (draws, replacement
+draws, window resolution), settles the hands that end, and computes the next actor's mask.
+Each branch of the rules runs as array code on the subset of games that takes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zhuoji_env import hands
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.settlement import baoting_bonus, meld_tiles, settle, streak_term, zimo_extra
+from zhuoji_env.engine.state import (
+    AN_KONG,
+    BAOTING_DISCARD,
+    BU_KONG,
+    END_DRAW,
+    END_QIANGGANG,
+    END_RON,
+    END_ZIMO,
+    MAX_DECISIONS,
+    MING_KONG,
+    OPT_HU,
+    OPT_KONG,
+    OPT_PONG,
+    OVER,
+    PONG_MELD,
+    RESPONSE,
+    ROB,
+    TURN,
+    YAOJI_CLAIMED,
+    YAOJI_IN_RIVER,
+    YAOJI_NONE,
+    YAOJI_WON,
+    State,
+    empty_state,
+)
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI
+
+_EYE = np.eye(NUM_KINDS, dtype=np.int8)
+
+
+class IllegalActionError(ValueError):
+    """An action that the game's current decision does not allow."""
+
+
+def ready(st: State, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """叫牌 (RULES.md 5.2) of seats ``s`` in games ``g`` holding 3k+1 concealed tiles."""
+    m = st.meld[g, s]
+    return hands.is_ready(st.hand[g, s], meld_tiles(m), (m > 0).sum(-1))
+
+
+# --------------------------------------------------------------------------- dealing
+def deal(rules: Rules, walls, dealer, streak=0) -> State:
+    """Start hands from ``walls`` (``[B,108]`` kinds) with the given dealers and streaks."""
+    walls = np.asarray(walls)
+    if walls.ndim != 2 or walls.shape[1] != NUM_TILES:
+        raise ValueError(f"walls must have shape [B, 108], got {walls.shape}")
+    counts = (walls[:, :, None] == np.arange(NUM_KINDS)).sum(1)
+    if walls.min() < 0 or walls.max() >= NUM_KINDS or (counts != 4).any():
+        raise ValueError("a wall must hold each of the 27 kinds exactly four times")
+    b, n = walls.shape[0], rules.num_players
+    st = empty_state(b, n)
+    st.wall[:] = walls
+    st.dealer[:] = np.broadcast_to(np.asarray(dealer), b)
+    st.streak[:] = np.broadcast_to(np.asarray(streak), b)
+    if ((st.dealer < 0) | (st.dealer >= n)).any() or (st.streak < 0).any():
+        raise ValueError(f"dealer must be a seat 0-{n - 1} and streak >= 0")
+    rows = np.arange(b)
+    for k in range(n):
+        seat = (st.dealer + k) % n
+        st.hand[rows, seat] = _EYE[walls[:, 13 * k : 13 * k + 13]].sum(1)
+    others = np.ones((b, n), bool)
+    others[rows, st.dealer] = False
+    st.dealt_ready[others] = hands.is_ready(st.hand[others])
+    last = walls[:, 13 * n]
+    st.hand[rows, st.dealer, last] += 1
+    st.front[:] = 13 * n + 1
+    st.back[:] = NUM_TILES - 1
+    st.phase[:] = TURN
+    st.actor[:] = st.dealer
+    st.turn_seat[:] = st.dealer
+    st.drawn[:] = last
+    st.drew[:] = True
+    _compute_masks(rules, st, rows)
+    return st
+
+
+# --------------------------------------------------------------------------- masks
+def _compute_masks(rules: Rules, st: State, g: np.ndarray) -> None:
+    st.mask[g] = False
+    ph = st.phase[g]
+    turn = g[ph == TURN]
+    if turn.size:
+        _turn_mask(rules, st, turn)
+    bt = g[ph == BAOTING_DISCARD]
+    if bt.size:
+        s = st.actor[bt]
+        st.mask[bt, : A.DISCARD + NUM_KINDS] = _ready_discards(st.hand[bt, s])
+    win = g[(ph == RESPONSE) | (ph == ROB)]
+    if win.size:
+        opts = st.claim_opts[win, st.actor[win]]
+        st.mask[win, A.HU] = (opts & OPT_HU) > 0
+        st.mask[win, A.PONG] = (opts & OPT_PONG) > 0
+        st.mask[win, A.KONG] = (opts & OPT_KONG) > 0
+        st.mask[win, A.PASS] = True
+
+
+def _ready_discards(h: np.ndarray) -> np.ndarray:
+    """``[k,27]``: discarding kind t leaves the (meld-free) hand ready."""
+    after = np.maximum(h[:, None, :] - _EYE[None], 0)
+    return (h > 0) & hands.is_ready(after)
+
+
+def _turn_mask(rules: Rules, st: State, g: np.ndarray) -> None:
+    s = st.actor[g]
+    h = st.hand[g, s]
+    m = st.meld[g, s]
+    nm = (m > 0).sum(-1)
+    live = st.front[g] <= st.back[g]
+    frozen = st.baoting[g, s] > 0
+    st.mask[g, A.HU] = st.drew[g] & hands.is_win(h, nm)
+    discards = h > 0
+    drawn_only = np.zeros_like(discards)
+    fz = np.flatnonzero(frozen)
+    drawn_only[fz, st.drawn[g[fz]]] = True
+    st.mask[g, A.DISCARD : A.DISCARD + NUM_KINDS] = np.where(frozen[:, None], drawn_only, discards)
+    can_kong = (live & ~frozen)[:, None]
+    st.mask[g, A.ANGANG : A.ANGANG + NUM_KINDS] = (h == 4) & can_kong
+    st.mask[g, A.BUGANG : A.BUGANG + NUM_KINDS] = (m == PONG_MELD) & (h >= 1) & can_kong
+    if rules.baoting:
+        first = (
+            ~st.discarded[g, s] & (nm == 0) & st.drew[g] & (st.baoting[g, s] == 0)
+        )
+        if first.any():
+            f = np.flatnonzero(first)
+            st.mask[g[f], A.BAOTING] = _ready_discards(h[f]).any(-1)
+
+
+# --------------------------------------------------------------------------- moves
+def _record(st: State, g, seat, action) -> None:
+    pos = st.rec_len[g]
+    if (pos >= MAX_DECISIONS).any():
+        raise RuntimeError(f"more than {MAX_DECISIONS} decisions in one hand")
+    st.rec_seat[g, pos] = seat
+    st.rec_action[g, pos] = action
+    st.rec_len[g] += 1
+
+
+def _live_draw(rules: Rules, st: State, g: np.ndarray, s: np.ndarray) -> None:
+    """Seat ``s`` draws from the front and takes a turn; an empty wall ends in 黄庄."""
+    empty = st.front[g] > st.back[g]
+    if empty.any():
+        e = g[empty]
+        st.end[e] = END_DRAW
+        st.phase[e] = OVER
+        g, s = g[~empty], s[~empty]
+    t = st.wall[g, st.front[g]]
+    st.front[g] += 1
+    st.hand[g, s, t] += 1
+    st.turn_kong[g] = False
+    st.rep_draw[g] = False
+    _begin_turn(st, g, s, t)
+
+
+def _replacement_draw(st: State, g: np.ndarray, s: np.ndarray) -> None:
+    """Seat ``s`` draws from the back after a kong (补牌); its turn continues."""
+    t = st.wall[g, st.back[g]]
+    st.back[g] -= 1
+    st.hand[g, s, t] += 1
+    st.rep_draw[g] = True
+    _begin_turn(st, g, s, t)
+
+
+def _begin_turn(st: State, g, s, drawn) -> None:
+    st.pass_lock[g, s] = False
+    st.drawn[g] = drawn
+    st.drew[g] = True
+    st.phase[g] = TURN
+    st.actor[g] = s
+    st.turn_seat[g] = s
+    st.tile[g] = -1
+
+
+def _discard(rules: Rules, st: State, g, s, t) -> None:
+    st.hand[g, s, t] -= 1
+    pos = st.river_len[g, s]
+    st.river[g, s, pos] = t
+    st.river_len[g, s] += 1
+    st.river_counts[g, s, t] += 1
+    st.discarded[g, s] = True
+    first = (t == YAOJI) & (st.yaoji_fate[g] == YAOJI_NONE)
+    f = g[first]
+    st.yaoji_fate[f] = YAOJI_IN_RIVER
+    st.yaoji_seat[f] = s[first]
+    st.yaoji_pos[f] = pos[first]
+    st.tile[g] = t
+    _open_window(rules, st, g, s, t, rob=False)
+
+
+def _win_options(rules: Rules, st: State, g, q, t, discarder, rob: bool) -> np.ndarray:
+    """Whether seat ``q`` may be offered ``hu`` on tile ``t`` (passport and lock, 5.3-5.4)."""
+    h = st.hand[g, q] + _EYE[t]
+    m = st.meld[g, q]
+    nm = (m > 0).sum(-1)
+    ok = hands.is_win(h, nm)
+    if not rob:
+        plain = hands.is_plain(h, meld_tiles(m), nm)
+        passport = (m >= AN_KONG).any(-1) | st.turn_kong[g].any(-1)
+        if rules.baoting:
+            passport |= (st.baoting[g, q] > 0) | (st.baoting[g, discarder] > 0)
+        ok &= ~plain | passport
+    if rules.pass_win == "forbid":
+        ok &= ~st.pass_lock[g, q]
+    return ok
+
+
+def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
+    """Open a response window (after a discard) or rob window (after a bugang) for seat p's t."""
+    n = rules.num_players
+    live = st.front[g] <= st.back[g]
+    st.claim_opts[g] = 0
+    st.claim_choice[g] = -1
+    for j in range(1, n):
+        q = (p + j) % n
+        opts = np.where(_win_options(rules, st, g, q, t, p, rob), OPT_HU, 0)
+        if not rob:
+            held = st.hand[g, q, t]
+            free = st.baoting[g, q] == 0
+            opts |= np.where(free & (held >= 2), OPT_PONG, 0)
+            opts |= np.where(free & (held == 3) & live, OPT_KONG, 0)
+        st.claim_opts[g, q] = opts
+    st.turn_seat[g] = p
+    st.phase[g] = ROB if rob else RESPONSE
+    nxt = _next_asked(st, g, p, p)
+    asked = nxt >= 0
+    st.actor[g[asked]] = nxt[asked]
+    quiet = g[~asked]
+    if quiet.size:
+        if rob:
+            _complete_bugang(st, quiet, p[~asked], t[~asked])
+        else:
+            _live_draw(rules, st, quiet, (p[~asked] + 1) % n)
+
+
+def _next_asked(st: State, g, p, after) -> np.ndarray:
+    """The next seat after ``after`` in turn order from ``p+1`` with a claim, or -1."""
+    n = st.num_players
+    cur = (after - p) % n
+    best = np.full(g.shape, -1, dtype=np.int64)
+    for j in range(n - 1, 0, -1):
+        q = (p + j) % n
+        has = (st.claim_opts[g, q] > 0) & (j > cur)
+        best = np.where(has, q, best)
+    return best
+
+
+def _complete_bugang(st: State, g, s, t) -> None:
+    st.hand[g, s, t] -= 1
+    st.meld[g, s, t] = BU_KONG
+    st.meld_late[g, s, t] = t != st.drawn[g]
+    st.turn_kong[g, t] = True
+    st.tile[g] = -1
+    _replacement_draw(st, g, s)
+
+
+def _penalty(rules: Rules, st: State, g, q, t, rob: bool) -> None:
+    """A locked seat chose ``hu`` under ``pass_win = penalty``: it pays everyone (包牌, 5.4)."""
+    h = st.hand[g, q] + _EYE[t]
+    m = st.meld[g, q]
+    nm = (m > 0).sum(-1)
+    mt = meld_tiles(m)
+    value = hands.hand_value(h, mt, nm, rules.pattern_table)
+    if rob and rules.qianggang == "pay_for_all":
+        value = value + zimo_extra(rules, hands.is_plain(h, mt, nm))
+    value = value + baoting_bonus(rules, st.baoting[g, q])
+    n = rules.num_players
+    for j in range(1, n):
+        o = (q + j) % n
+        streak = streak_term(rules, st, g, q, o)
+        st.baopai[g, q, o] += value + streak
+
+
+def _window_reply(rules: Rules, st: State, g, q, a, rob: bool) -> None:
+    p = st.turn_seat[g]
+    t = st.tile[g]
+    locked_hu = (a == A.HU) & st.pass_lock[g, q]
+    if locked_hu.any():
+        lk = np.flatnonzero(locked_hu)
+        _penalty(rules, st, g[lk], q[lk], t[lk], rob)
+    st.claim_choice[g, q] = np.where(locked_hu, A.PASS, a)
+    nxt = _next_asked(st, g, p, q)
+    more = nxt >= 0
+    st.actor[g[more]] = nxt[more]
+    done = ~more
+    if done.any():
+        _resolve_window(rules, st, g[done], p[done], t[done], rob)
+
+
+def _resolve_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
+    n = rules.num_players
+    choice = st.claim_choice[g]
+    hu = choice == A.HU
+    offered = (st.claim_opts[g] & OPT_HU) > 0
+    st.pass_lock[g] |= offered & ~hu
+    won = hu.any(-1)
+    if won.any():
+        w = g[won]
+        st.winners[w] = hu[won]
+        st.end[w] = END_QIANGGANG if rob else END_RON
+        st.phase[w] = OVER
+        if rob:
+            st.hand[w, p[won], t[won]] -= 1
+        else:
+            _take_from_river(st, w, p[won], YAOJI_WON)
+    g, p, t, choice = g[~won], p[~won], t[~won], choice[~won]
+    if not g.size:
+        return
+    if rob:
+        _complete_bugang(st, g, p, t)
+        return
+    claim = (choice == A.PONG) | (choice == A.KONG)
+    claimed = claim.any(-1)
+    if claimed.any():
+        c_g, c_p, c_t = g[claimed], p[claimed], t[claimed]
+        c = claim[claimed].argmax(-1)
+        kong = choice[claimed, c] == A.KONG
+        _take_from_river(st, c_g, c_p, YAOJI_CLAIMED, claimer=c)
+        st.hand[c_g, c, c_t] -= np.where(kong, 3, 2).astype(np.int8)
+        st.meld[c_g, c, c_t] = np.where(kong, MING_KONG, PONG_MELD)
+        st.meld_from[c_g, c, c_t] = c_p
+        st.turn_kong[c_g] = False
+        st.rep_draw[c_g] = False
+        kg = np.flatnonzero(kong)
+        st.turn_kong[c_g[kg], c_t[kg]] = True
+        if kg.size:
+            _replacement_draw(st, c_g[kg], c[kg])
+        pg = np.flatnonzero(~kong)
+        if pg.size:
+            gg, cc = c_g[pg], c[pg]
+            st.phase[gg] = TURN
+            st.actor[gg] = cc
+            st.turn_seat[gg] = cc
+            st.drawn[gg] = -1
+            st.drew[gg] = False
+            st.tile[gg] = -1
+    rest = ~claimed
+    if rest.any():
+        _live_draw(rules, st, g[rest], (p[rest] + 1) % n)
+
+
+def _take_from_river(st: State, g, p, fate, claimer=None) -> None:
+    """The latest discard of seat p leaves its river (claimed or won on)."""
+    pos = st.river_len[g, p] - 1
+    t = st.river[g, p, pos]
+    st.river_taken[g, p, pos] = True
+    st.river_counts[g, p, t] -= 1
+    first = (st.yaoji_fate[g] == YAOJI_IN_RIVER) & (st.yaoji_seat[g] == p) & (
+        st.yaoji_pos[g] == pos
+    )
+    st.yaoji_fate[g[first]] = fate
+    if claimer is not None:
+        st.yaoji_claimer[g[first]] = claimer[first]
+
+
+# --------------------------------------------------------------------------- step
+def check_actions(st: State, actions: np.ndarray) -> np.ndarray:
+    """Validate one action per game: legal for the actor, or -1 for a finished game."""
+    actions = np.asarray(actions)
+    if actions.shape != (st.batch_size,):
+        raise ValueError(f"expected {st.batch_size} actions, got shape {actions.shape}")
+    if not np.issubdtype(actions.dtype, np.integer):
+        raise ValueError(f"actions must be integers, got dtype {actions.dtype}")
+    over = st.phase == OVER
+    bad_over = over & (actions != -1)
+    if bad_over.any():
+        i = int(np.flatnonzero(bad_over)[0])
+        raise IllegalActionError(f"game {i}: the hand is over; pass -1 for finished games")
+    live = ~over
+    inrange = (actions >= 0) & (actions < A.NUM_ACTIONS)
+    ok = np.zeros_like(live)
+    idx = np.flatnonzero(live & inrange)
+    ok[idx] = st.mask[idx, actions[idx]]
+    bad = live & ~ok
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise IllegalActionError(
+            f"game {i}: seat {st.actor[i]} tried {_describe(actions[i])}; "
+            f"legal: {legal_names(st, i)}"
+        )
+    return actions
+
+
+def _describe(a) -> str:
+    try:
+        return A.describe(int(a))
+    except ValueError:
+        return f"action {int(a)} (out of range 0-{A.NUM_ACTIONS - 1})"
+
+
+def legal_names(st: State, i: int) -> list[str]:
+    """Readable legal actions of game ``i``."""
+    return [A.describe(a) for a in np.flatnonzero(st.mask[i])]
+
+
+def step(rules: Rules, st: State, actions) -> np.ndarray:
+    """Apply one action per game in place; returns a bool ``[B]`` of hands that ended now.
+
+    Every action must be legal for its game's actor (``st.mask``); finished games take ``-1``.
+    """
+    actions = check_actions(st, actions)
+    live = np.flatnonzero(st.phase != OVER)
+    if not live.size:
+        return np.zeros(st.batch_size, bool)
+    a = actions[live].astype(np.int64)
+    _record(st, live, st.actor[live], a)
+    ph = st.phase[live]
+    s = st.actor[live].astype(np.int64)
+
+    turnlike = (ph == TURN) | (ph == BAOTING_DISCARD)
+    sel = turnlike & (a == A.HU)
+    if sel.any():
+        w = live[sel]
+        st.winners[w, s[sel]] = True
+        st.end[w] = END_ZIMO
+        st.phase[w] = OVER
+    sel = turnlike & (a < A.DISCARD + NUM_KINDS)
+    if sel.any():
+        _discard(rules, st, live[sel], s[sel], a[sel])
+    sel = (ph == TURN) & (a >= A.ANGANG) & (a < A.ANGANG + NUM_KINDS)
+    if sel.any():
+        g, ss, t = live[sel], s[sel], a[sel] - A.ANGANG
+        st.hand[g, ss, t] -= 4
+        st.meld[g, ss, t] = AN_KONG
+        st.meld_late[g, ss, t] = (t != st.drawn[g]) & st.discarded[g, ss]
+        st.turn_kong[g, t] = True
+        _replacement_draw(st, g, ss)
+    sel = (ph == TURN) & (a >= A.BUGANG) & (a < A.BUGANG + NUM_KINDS)
+    if sel.any():
+        g, ss, t = live[sel], s[sel], a[sel] - A.BUGANG
+        st.tile[g] = t
+        _open_window(rules, st, g, ss, t, rob=True)
+    sel = (ph == TURN) & (a == A.BAOTING)
+    if sel.any():
+        g, ss = live[sel], s[sel]
+        hard = (ss == st.dealer[g]) | st.dealt_ready[g, ss]
+        st.baoting[g, ss] = np.where(hard, 1, 2)
+        st.phase[g] = BAOTING_DISCARD
+    for phase, rob in ((RESPONSE, False), (ROB, True)):
+        sel = ph == phase
+        if sel.any():
+            _window_reply(rules, st, live[sel], s[sel], a[sel], rob)
+
+    ended = np.zeros(st.batch_size, bool)
+    ended[live] = st.phase[live] == OVER
+    e = np.flatnonzero(ended)
+    if e.size:
+        settle(rules, st, e)
+    going = live[st.phase[live] != OVER]
+    _compute_masks(rules, st, going)
+    return ended
