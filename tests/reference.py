@@ -661,7 +661,8 @@ class RefGame:
         def unit(t):
             return yaoji_unit if t == YAOJI else r.chicken_unit
 
-        cf_seat = self.chongfeng[0] if self.chongfeng and self.chongfeng[1] == "river" else None
+        cf_on = r.chongfeng > 0 and self.chongfeng and self.chongfeng[1] == "river"
+        cf_seat = self.chongfeng[0] if cf_on else None
         cf_value = r.chongfeng * (2 if golden else 1)
 
         chicken = [0] * n
@@ -798,3 +799,29 @@ def replay_record(record: dict | str) -> dict:
             f"(seat {game.to_act()} to act, legal {game.legal()})"
         )
     return game.result()
+
+
+# ----------------------------------------------------------------------------- random play
+# How likely a biased random player takes each kind of decision when it is legal; otherwise it
+# discards, preferring isolated tiles. Uniformly random play almost never wins, so this bias
+# is what makes wins, kongs, 热炮, robs, pass-win penalties and 报听 show up.
+TAKE = {"hu": 0.85, "angang": 0.7, "bugang": 0.6, "kong": 0.7, "pong": 0.5, "baoting": 0.8}
+
+
+def _isolation(hand, t):
+    near = [u for u in (t - 2, t - 1, t + 1, t + 2) if 0 <= u < 27 and u // 9 == t // 9]
+    return 4 * hand[t] + sum(hand[u] for u in near)
+
+
+def biased_pick(g, legal, rng, uniform):
+    if uniform:
+        return rng.choice(legal)
+    for action in ("hu", "angang", "bugang", "kong", "pong", "baoting"):
+        options = [a for a in legal if a[0] == action]
+        if options and rng.random() < TAKE[action]:
+            return rng.choice(options)
+    discards = [a for a in legal if a[0] == "discard"]
+    if discards:
+        hand = g.hands[g.to_act()]
+        return min(discards, key=lambda a: (_isolation(hand, a[1]), rng.random()))
+    return ("pass", None) if ("pass", None) in legal else rng.choice(legal)

@@ -8,11 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from reference import RefGame, biased_pick, is_win, replay_record
 
-try:  # ``python -m pytest`` puts the repo root on sys.path, plain ``pytest`` puts tests/
-    from tests.reference import RefGame, is_win, replay_record
-except ImportError:  # pragma: no cover
-    from reference import RefGame, is_win, replay_record
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import kind, parse_tiles
 
@@ -225,32 +222,6 @@ def test_wrong_seat_and_illegal_action_raise():
     g.apply(0, "discard", t)  # a legal move still works after the errors
 
 
-# ----------------------------------------------------------------------------- random play
-# How likely a biased random player takes each kind of decision when it is legal; otherwise it
-# discards, preferring isolated tiles. Uniformly random play almost never wins, so this bias
-# is what makes wins, kongs, 热炮, robs, pass-win penalties and 报听 show up.
-TAKE = {"hu": 0.85, "angang": 0.7, "bugang": 0.6, "kong": 0.7, "pong": 0.5, "baoting": 0.8}
-
-
-def _isolation(hand, t):
-    near = [u for u in (t - 2, t - 1, t + 1, t + 2) if 0 <= u < 27 and u // 9 == t // 9]
-    return 4 * hand[t] + sum(hand[u] for u in near)
-
-
-def _pick(g, legal, rng, uniform):
-    if uniform:
-        return rng.choice(legal)
-    for action in ("hu", "angang", "bugang", "kong", "pong", "baoting"):
-        options = [a for a in legal if a[0] == action]
-        if options and rng.random() < TAKE[action]:
-            return rng.choice(options)
-    discards = [a for a in legal if a[0] == "discard"]
-    if discards:
-        hand = g.hands[g.to_act()]
-        return min(discards, key=lambda a: (_isolation(hand, a[1]), rng.random()))
-    return ("pass", None) if ("pass", None) in legal else rng.choice(legal)
-
-
 def _random_game(rules, rng, uniform=False):
     wall = [k for k in range(27) for _ in range(4)]
     rng.shuffle(wall)
@@ -261,7 +232,7 @@ def _random_game(rules, rng, uniform=False):
         seat = g.to_act()
         legal = g.legal()
         assert legal and seat is not None
-        action, tile = _pick(g, legal, rng, uniform)
+        action, tile = biased_pick(g, legal, rng, uniform)
         g.apply(seat, action, tile)
         steps += 1
         assert steps < 2000

@@ -244,10 +244,9 @@ def _settle_wins(rules, st, e, ledger, won, end, winners, tile, hand, mt, nm, re
     if rules.chicken_kong_60:
         quad = (meld == AN_KONG) & chick[:, None, :]
         total += (quad * (60 - 4 * unit[:, None, :])).sum(-1)
-    collect = np.ones((k, n), bool)
+    collect = won[:, None] & ~burned
     if rules.ready_required:
-        collect = ready & ~burned
-    collect &= won[:, None]
+        collect &= ready
     for c in range(n):
         for o in range(n):
             if o == c:
