@@ -21,13 +21,6 @@ from zhuoji_env.rules import Rules
 EYE = np.eye(27, dtype=np.int8)
 TABLES = {p: Rules.make(p).pattern_table for p in ("guiyang", "classic", "app")}
 
-SEVEN_PAIR_WAIT_BUG = (
-    "hands.waits: operator precedence in the seven-pairs branch, "
-    "`(c.sum(-1) == 13) & ((c % 2) == 1).sum(-1) == 1` parses as "
-    "`((n == 13) & n_odd) == 1`, true for every 13-tile hand (n_odd is always odd), so with "
-    "melds=0 every kind held an odd number of times is reported as a wait"
-)
-xfail_seven_pair_wait = pytest.mark.xfail(strict=True, reason=SEVEN_PAIR_WAIT_BUG)
 
 
 def P(text: str) -> np.ndarray:
@@ -156,7 +149,6 @@ def test_waits_exact(hand, melds, expected):
     assert wait_codes(c, melds) == expected
 
 
-@xfail_seven_pair_wait
 @pytest.mark.parametrize(
     "hand, expected",
     [
@@ -230,7 +222,6 @@ def test_is_ready_exact(hand, melds, ready):
     assert bool(H.is_ready(P(hand), None, melds)) is ready
 
 
-@xfail_seven_pair_wait
 @pytest.mark.parametrize(
     "hand", ["1m4m7m1p4p7p1s4s7s2p5s8m9p", "1111m234p567p888s", "123m456m789m12p4s"]
 )
@@ -254,7 +245,7 @@ def test_is_ready_thirteen_concealed_not_ready(hand):
         ("11m44m77m11p44p77p9s", 3, 0),  # six pairs: seven pairs ready
         ("11m44m77m11p44p77p99s", 3, -1),
         ("1111m2222p3333s4s", 2, 0),  # quads are two pairs each
-        ("1111m2222p3333s44s", 2, -1),
+        ("1111m2222p3333s44s", 1, -1),
         ("111m222m333m444m5m", 0, 0),
         ("1112345678999m", 0, 0),
     ],
@@ -294,7 +285,7 @@ VALUE_CASES = {
     "pinghu_with_pong": ("123m456m99p", ("1s", "5p"), 2, (1, 10, 1), True),
     "flush_broken_by_meld": ("123m456m789m11m", ("5p",), 1, (1, 10, 1), True),
     "flush_with_meld": ("123m456m789m11m", ("5m",), 1, (10, 50, 10), False),
-    "flush_with_kong": ("123m456m789m11m", ("5555m",), 1, (10, 50, 10), False),
+    "flush_with_kong": ("234m234m789m99m", ("5555m",), 1, (10, 50, 10), False),
     # seven pairs impossible with melds: a pairs-only concealed part reads as runs
     "pairs_with_melds": ("11m22m33m44p", ("7s", "8s"), 2, (1, 10, 1), True),
     "pairs_with_melds_flush": ("11m22m33m44m", ("7m", "8m"), 2, (10, 50, 10), False),
@@ -374,7 +365,6 @@ def test_chajiao_value_cases(hand, meld_spec, melds, expected):
     assert bool(H.is_ready(c, mt, melds)) is (expected[0] > 0)
 
 
-@xfail_seven_pair_wait
 def test_chajiao_value_zero_when_not_ready_no_melds():
     c = P("1m4m7m1p4p7p1s4s7s2p5s8m9p")
     assert H.chajiao_value(c, np.zeros(27, np.int8), 0, TABLES["guiyang"]) == 0
@@ -678,7 +668,7 @@ def brute_waits(hands: np.ndarray, melds) -> np.ndarray:
         (10, 1),
         (10, 0),
         (13, 1),
-        pytest.param(13, 0, marks=xfail_seven_pair_wait),
+        (13, 0),
     ],
 )
 def test_waits_brute_force(size, melds):
@@ -740,7 +730,6 @@ def test_is_ready_and_chajiao_with_melds(size, melds):
             )
 
 
-@xfail_seven_pair_wait
 def test_is_ready_thirteen_no_melds_brute_force():
     rng = np.random.default_rng(7)
     hands = np.concatenate([random_hands(rng, 2000, 13), near_hands(rng, 2000, 13)])
@@ -794,8 +783,11 @@ def test_hand_value_random_wins(nsets):
                 T.counts_to_str(hands[i]),
                 T.counts_to_str(mt[i]),
             )
-        assert (got >= table["flush"]).mean() > 0.2, name
-        assert (got == table["pinghu"]).mean() > (0.1 if nsets >= 2 else 0), name
+        assert (got >= table["flush"]).mean() > 0.1, name
+        if nsets >= 2:
+            assert (got == table["pinghu"]).mean() > 0.1, name
+        if nsets == 0 and table["dandiao"]:
+            assert (got == table["dandiao"]).any() and (got == 2 * table["dandiao"]).any()
     # plain = a non-flush 平胡 = guiyang value 1
     plain = H.is_plain(hands, mt, melds)
     np.testing.assert_array_equal(plain, H.hand_value(hands, mt, melds, TABLES["guiyang"]) == 1)

@@ -1,5 +1,11 @@
-"""zhuoji-env: a reinforcement-learning environment for Guiyang Zhuoji mahjong (贵阳捉鸡麻将)."""
+"""zhuoji-env: a reinforcement-learning environment for Guiyang Zhuoji mahjong (贵阳捉鸡麻将).
 
+``BatchGame`` plays B games in lock-step; ``replay`` re-runs a game record (RULES.md 10).
+"""
+
+from zhuoji_env.engine import BatchGame, IllegalActionError, RecordError
+from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.records import replay
 from zhuoji_env.rules import Rules
 
-__all__ = ["Rules"]
+__all__ = ["NUM_ACTIONS", "BatchGame", "IllegalActionError", "RecordError", "Rules", "replay"]

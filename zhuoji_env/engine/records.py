@@ -56,7 +56,8 @@ def result_of(st: State, i: int) -> dict[str, Any]:
 def record_of(rules: Rules, st: State, i: int) -> dict[str, Any]:
     """The record of game ``i`` as played so far (with its result once the hand is over)."""
     acts = []
-    for seat, a in zip(st.rec_seat[i, : st.rec_len[i]], st.rec_action[i, : st.rec_len[i]], strict=True):
+    end = st.rec_len[i]
+    for seat, a in zip(st.rec_seat[i, :end], st.rec_action[i, :end], strict=True):
         name, tile = A.decode(a)
         acts.append([int(seat), name] + ([tile] if tile else []))
     rec = {

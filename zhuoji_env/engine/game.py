@@ -1,0 +1,132 @@
+"""``BatchGame``: B seeded games in lock-step, with matches and auto-reset.
+
+Game ``i`` of a batch draws its walls and first dealer from its own random stream, keyed by
+``(seed, i)``, so a game's deals do not depend on the batch it runs in. A match is
+``hands_per_game`` hands (RULES.md 8.2): the next hand is dealt as soon as one ends, with the
+next dealer and streak. With ``auto_reset`` a finished match is replaced by a new one by masked
+assignment (Gymnasium's vector-env practice); its final scores come back in the step output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zhuoji_env.engine import core
+from zhuoji_env.engine.records import deltas, record_of
+from zhuoji_env.engine.state import OVER, State
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import full_set
+
+
+@dataclass
+class StepOutput:
+    """What one step of a :class:`BatchGame` produced."""
+
+    rewards: np.ndarray  # int32 [B,n]: each seat's score for hands that ended in this step, else 0
+    hand_over: np.ndarray  # bool [B]: a hand ended in this step
+    match_over: np.ndarray  # bool [B]: the match (episode) ended in this step
+    final_scores: np.ndarray  # int32 [B,n]: match totals where match_over, else 0
+    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """``(game, record)`` of every hand that ended, when ``keep_records`` is on."""
+
+
+class BatchGame:
+    """A batch of seeded games of one ruleset.
+
+    ``rules`` is a preset name, a ``{"preset", "overrides"}`` object or a :class:`Rules`;
+    keyword switches override it.
+    """
+
+    def __init__(
+        self,
+        rules: str | dict | Rules | None = None,
+        batch_size: int = 1,
+        seed: int | None = None,
+        auto_reset: bool = True,
+        keep_records: bool = False,
+        **switches: Any,
+    ):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.rules = Rules.make(rules, **switches)
+        self.batch_size = batch_size
+        self.num_players = self.rules.num_players
+        self.auto_reset = auto_reset
+        self.keep_records = keep_records
+        self.reset(seed)
+
+    # ------------------------------------------------------------------ dealing
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new match in every game; ``seed`` keys every game's random stream."""
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**63))
+        self.seed = seed
+        self._rngs = [np.random.default_rng([seed, i]) for i in range(self.batch_size)]
+        self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int32)
+        self.hand_no = np.zeros(self.batch_size, dtype=np.int32)
+        idx = np.arange(self.batch_size)
+        self.state = core.deal(self.rules, self._walls(idx), self._first_dealers(idx), 0)
+
+    def _walls(self, idx: np.ndarray) -> np.ndarray:
+        tiles = full_set()
+        return np.stack([self._rngs[i].permutation(tiles) for i in idx])
+
+    def _first_dealers(self, idx: np.ndarray) -> np.ndarray:
+        return np.array([self._rngs[i].integers(self.num_players) for i in idx])
+
+    def _redeal(self, idx: np.ndarray, dealer, streak) -> None:
+        self.state.put(idx, core.deal(self.rules, self._walls(idx), dealer, streak))
+
+    # ------------------------------------------------------------------ playing
+    @property
+    def mask(self) -> np.ndarray:
+        """bool ``[B,86]``: legal actions of each game's actor."""
+        return self.state.mask
+
+    @property
+    def actor(self) -> np.ndarray:
+        """int ``[B]``: the seat each game asks now."""
+        return self.state.actor
+
+    @property
+    def over(self) -> np.ndarray:
+        """bool ``[B]``: finished games (only without ``auto_reset``)."""
+        return self.state.phase == OVER
+
+    def step(self, actions) -> StepOutput:
+        """Apply one action per game (``-1`` for a finished game)."""
+        st: State = self.state
+        ended = core.step(self.rules, st, actions)
+        b, n = self.batch_size, self.num_players
+        rewards = np.zeros((b, n), dtype=np.int32)
+        final = np.zeros((b, n), dtype=np.int32)
+        match_over = np.zeros(b, dtype=bool)
+        records = []
+        e = np.flatnonzero(ended)
+        if e.size:
+            rewards[e] = deltas(st.ledger[e])
+            self.scores[e] += rewards[e]
+            self.hand_no[e] += 1
+            if self.keep_records:
+                records = [(int(i), record_of(self.rules, st, int(i))) for i in e]
+            match_over[e] = self.hand_no[e] >= self.rules.hands_per_game
+            cont = e[~match_over[e]]
+            if cont.size:
+                self._redeal(cont, st.next_dealer[cont], st.next_streak[cont])
+            done = np.flatnonzero(match_over)
+            final[done] = self.scores[done]
+            if self.auto_reset and done.size:
+                self.scores[done] = 0
+                self.hand_no[done] = 0
+                self._redeal(done, self._first_dealers(done), 0)
+        return StepOutput(rewards, ended, match_over, final, records)
+
+    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random legal action per game (-1 for finished games)."""
+        r = rng.random(self.mask.shape) * self.mask
+        a = r.argmax(1)
+        a[self.over] = -1
+        return a
