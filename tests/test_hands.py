@@ -308,7 +308,7 @@ def test_hand_value_cases(name):
     assert c.sum() + 3 * melds == 14
     assert int((mt > 0).sum()) == melds
     assert H.is_win(c, melds), name
-    for preset, value in zip(("guiyang", "classic", "app"), expected):
+    for preset, value in zip(("guiyang", "classic", "app"), expected, strict=True):
         assert H.hand_value(c, mt, melds, TABLES[preset]) == value, preset
         assert ref_value(c, mt, melds, TABLES[preset]) == value, preset
     assert bool(H.is_plain(c, mt, melds)) is plain
@@ -322,6 +322,8 @@ def test_hand_value_cases(name):
         ("11m22m33p44p55s66s99s", (), 0, (False, True, False, False, False)),
         ("1111m22p44p66p88s99s", (), 0, (False, True, True, False, False)),
         ("1111m22m44m55m77m99m", (), 0, (False, True, True, False, True)),
+        # three quads and a pair: runs 123m are needed, no all-triplets reading
+        ("1111m2222m3333m55p", (), 0, (False, True, True, False, False)),
         ("55p", ("1m", "2m", "3333p", "9s"), 4, (True, False, False, True, False)),
         ("55p", ("1p", "2p", "3333p", "9p"), 4, (True, False, False, True, True)),
         ("123m456m789m11m", ("5p",), 1, (False, False, False, False, False)),
@@ -359,7 +361,7 @@ def test_shape_and_flush(hand, meld_spec, melds, flags):
 def test_chajiao_value_cases(hand, meld_spec, melds, expected):
     c = P(hand)
     mt = M(*meld_spec)
-    for preset, value in zip(("guiyang", "classic", "app"), expected):
+    for preset, value in zip(("guiyang", "classic", "app"), expected, strict=True):
         assert H.chajiao_value(c, mt, melds, TABLES[preset]) == value, preset
         assert ref_chajiao(c, mt, melds, TABLES[preset]) == value, preset
     assert bool(H.is_ready(c, mt, melds)) is (expected[0] > 0)
@@ -420,7 +422,7 @@ def ref_is_win(counts, melds: int) -> bool:
 def ref_value(counts, meld_tiles, melds: int, table: dict) -> int:
     """Pattern value by enumerating every reading (RULES.md 5.3); 0 if not a win."""
     counts = [int(x) for x in counts]
-    allt = [a + int(b) for a, b in zip(counts, meld_tiles)]
+    allt = [a + int(b) for a, b in zip(counts, meld_tiles, strict=True)]
     flush = len({k // 9 for k in range(27) if allt[k]}) == 1
     shapes = []
     for all_triplets in _std_readings(list(counts)):
@@ -529,13 +531,12 @@ def near_hands(rng, n: int, size: int) -> np.ndarray:
     if size % 3 == 2:
         w = winning_hands(rng, n, size // 3)
         parts = np.array_split(w, 4)
+        two_out = remove_random_tile(rng, parts[3])
         out = [
             parts[0],
             add_random_tile(rng, remove_random_tile(rng, parts[1])),
             add_random_tile(rng, remove_random_tile(rng, parts[2])),
-            add_random_tile(
-                rng, add_random_tile(rng, remove_random_tile(rng, remove_random_tile(rng, parts[3])))
-            ),
+            add_random_tile(rng, add_random_tile(rng, remove_random_tile(rng, two_out))),
         ]
     else:
         w = winning_hands(rng, n, size // 3)
@@ -627,7 +628,7 @@ def test_is_win_with_seven_pairs_reference(size):
     win1 = H.is_win(hands, 1)
     np.testing.assert_array_equal(win0, win1 | sp)
     # a reference split agrees too (on a subset: it is a slow Python search)
-    for h, w0, w1 in zip(hands[::7].tolist(), win0[::7], win1[::7]):
+    for h, w0, w1 in zip(hands[::7].tolist(), win0[::7], win1[::7], strict=True):
         assert ref_is_win(h, 0) == w0, T.counts_to_str(np.array(h))
         assert ref_is_win(h, 1) == w1, T.counts_to_str(np.array(h))
 
