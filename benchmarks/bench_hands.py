@@ -4,7 +4,8 @@
 
 ``is_win`` is timed on 14-tile hands, ``waits`` on 13-tile hands, ``shanten`` on 13-tile hands
 (standard shape only, as the reference). Half the hands are uniform draws from the 108 tiles,
-half are near a win (a winning hand with one tile replaced), so neither side sees only junk.
+half are near a win (wins, wins with a tile replaced, wins less a tile), so neither side sees
+only junk.
 Each batch size is called repeatedly until ``--min-time`` seconds have passed.
 
 The reference is the PyPI ``mahjong`` package, one Python call per hand: ``Agari.is_agari``,
@@ -90,10 +91,17 @@ def add_one(rng, c: np.ndarray) -> np.ndarray:
 
 
 def make_hands(rng, n: int, size: int) -> np.ndarray:
-    """n hands of 13 or 14 tiles, half random, half near a win, shuffled."""
+    """n hands of 13 or 14 tiles, half random, half near a win, shuffled.
+
+    Near a win: for 14 tiles, wins and wins with one tile replaced (alternately); for 13, wins
+    less one tile.
+    """
     half = n // 2
     near = winning_hands(rng, n - half)
-    near = add_one(rng, remove_one(rng, near)) if size == 14 else remove_one(rng, near)
+    if size == 14:
+        near[1::2] = add_one(rng, remove_one(rng, near[1::2]))
+    else:
+        near = remove_one(rng, near)
     hands = np.concatenate([random_hands(rng, half, size), near])
     return hands[rng.permutation(n)]
 

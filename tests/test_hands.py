@@ -22,7 +22,6 @@ EYE = np.eye(27, dtype=np.int8)
 TABLES = {p: Rules.make(p).pattern_table for p in ("guiyang", "classic", "app")}
 
 
-
 def P(text: str) -> np.ndarray:
     """Counts of a shorthand hand such as ``"123m456p11s"``."""
     codes, digits = [], ""
@@ -152,7 +151,7 @@ def test_waits_exact(hand, melds, expected):
 @pytest.mark.parametrize(
     "hand, expected",
     [
-        ("1m4m7m1p4p7p1s4s7s2p5s8m9p", ""),  # four two-sided shapes, far from ready
+        ("1m4m7m1p4p7p1s4s7s2p5s8m9p", ""),  # four partial shapes (12p 79p 78m 45s), shanten 4
         ("111m222p999p3s444s", "2s3s5s"),
         ("1111m234p567p888s", ""),  # the only wait would be a fifth 1m
         ("123m456m789m12p4s", ""),
@@ -195,8 +194,8 @@ def test_is_ready_dead_wait_concealed_quad():
     assert H.chajiao_value(c, M("9s"), 1, TABLES["guiyang"]) == 0
 
 
-def test_is_ready_kong_meld_makes_tanki_dead():
-    # concealed 9s single, melds: kong of 9s? impossible (five 9s); instead a pong of 9s and 9s
+def test_is_ready_pong_makes_tanki_dead():
+    # a single 9s concealed beside a pong of 9s (and three other pongs): the wait is the 5th 9s
     c = P("9s")
     mt = M("9s", "1m", "2p", "3s")
     assert wait_codes(c, 4) == "9s"
@@ -414,9 +413,7 @@ def ref_seven_pairs(counts) -> bool:
 
 
 def ref_is_win(counts, melds: int) -> bool:
-    return bool(_std_readings([int(x) for x in counts])) or (
-        melds == 0 and ref_seven_pairs(counts)
-    )
+    return bool(_std_readings([int(x) for x in counts])) or (melds == 0 and ref_seven_pairs(counts))
 
 
 def ref_value(counts, meld_tiles, melds: int, table: dict) -> int:
@@ -681,9 +678,7 @@ def test_waits_brute_force(size, melds):
     got = H.waits(hands, melds)
     expected = brute_waits(hands, melds)
     bad = np.flatnonzero((got != expected).any(1))
-    assert not len(bad), [
-        (T.counts_to_str(hands[i]), wait_codes(hands[i], melds)) for i in bad[:5]
-    ]
+    assert not len(bad), [(T.counts_to_str(hands[i]), wait_codes(hands[i], melds)) for i in bad[:5]]
     assert expected.any(1).mean() > 0.3  # many ready hands
     # melds as an array broadcast the same
     np.testing.assert_array_equal(H.waits(hands, np.full(len(hands), melds)), got)

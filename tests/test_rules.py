@@ -148,13 +148,28 @@ def test_derived_values():
 
 def test_pattern_tables():
     assert Rules.make("guiyang").pattern_table == {
-        "pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 0,
+        "pinghu": 1,
+        "daduizi": 5,
+        "qidui": 10,
+        "longqidui": 20,
+        "flush": 10,
+        "dandiao": 0,
     }
     assert Rules.make("classic").pattern_table == {
-        "pinghu": 10, "daduizi": 30, "qidui": 40, "longqidui": 50, "flush": 50, "dandiao": 0,
+        "pinghu": 10,
+        "daduizi": 30,
+        "qidui": 40,
+        "longqidui": 50,
+        "flush": 50,
+        "dandiao": 0,
     }
     assert Rules.make("app").pattern_table == {
-        "pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 10,
+        "pinghu": 1,
+        "daduizi": 5,
+        "qidui": 10,
+        "longqidui": 20,
+        "flush": 10,
+        "dandiao": 10,
     }
 
 

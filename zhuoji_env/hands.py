@@ -22,7 +22,7 @@ from zhuoji_env.tiles import NUM_KINDS
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
 _N_SUIT = 5**9
 _INF = 99
-_CACHE_NAME = "hand_tables_v1.npz"
+_CACHE_NAME = "hand_tables_v2.npz"
 
 # Shapes (牌型) of a winning hand.
 PINGHU, DADUIZI, QIDUI, LONGQIDUI, DANDIAO = 0, 1, 2, 3, 4
@@ -80,12 +80,25 @@ def _derive(dist: np.ndarray) -> dict[str, np.ndarray]:
     sets_only = (total % 3 == 0) & (total <= 12) & (dist[rows, m, 0] == 0)
     with_pair = (total % 3 == 2) & (total <= 14) & (dist[rows, m, 1] == 0)
     complete = (sets_only | with_pair).astype(np.uint8)
+    # Codes whose sum over the three suits is 6 exactly for a standard winning hand: sets only 1,
+    # sets and a pair 4, anything else 100; and the pairs of an all-even suit (else 100), whose
+    # sum is 7 exactly for seven pairs.
+    win_code = np.where(sets_only, 1, np.where(with_pair, 4, 100)).astype(np.uint8)
+    even = (digits % 2 == 0).all(1)
+    pair_code = np.where(even, total // 2, 100).astype(np.uint8)
     waits = np.zeros(_N_SUIT, dtype=np.uint16)
     for r in range(9):
         can_add = digits[:, r] < 4
         added = np.where(can_add, rows + _POW5[r], 0)
         waits |= (can_add & (complete[added] == 1)).astype(np.uint16) << r
-    return {"complete": complete, "waits": waits}
+    rem = (total % 3).astype(np.uint8)
+    return {
+        "complete": complete,
+        "waits": waits,
+        "win_code": win_code,
+        "pair_code": pair_code,
+        "rem": rem,
+    }
 
 
 def _load_tables() -> dict[str, np.ndarray]:
@@ -116,26 +129,32 @@ SUIT_COMPLETE: np.ndarray = _T["complete"]
 """``[5**9]`` uint8: 1 where the suit splits into sets, or sets and one pair (by its size)."""
 SUIT_WAITS: np.ndarray = _T["waits"]
 """``[5**9]`` uint16: bit r set where adding rank r+1 makes the suit complete."""
+WIN_CODE: np.ndarray = _T["win_code"]
+"""``[5**9]`` uint8: 1 sets only, 4 sets and one pair, 100 otherwise (three suits sum to 6)."""
+PAIR_CODE: np.ndarray = _T["pair_code"]
+"""``[5**9]`` uint8: pairs in an all-even suit, 100 otherwise (three suits sum to 7)."""
+SUIT_REM: np.ndarray = _T["rem"]
+"""``[5**9]`` uint8: the suit's tile count mod 3."""
 _BITS = (1 << np.arange(9)).astype(np.uint16)
+_POW5_BLOCK = np.zeros((NUM_KINDS, 3), dtype=np.float32)
+for _s in range(3):
+    _POW5_BLOCK[9 * _s : 9 * _s + 9, _s] = _POW5
 
 
 def _counts(concealed) -> np.ndarray:
     c = np.asarray(concealed)
     if c.shape[-1:] != (NUM_KINDS,):
         raise ValueError(f"expected counts with last axis 27, got shape {c.shape}")
+    if c.size and (c.min() < 0 or c.max() > 4):
+        raise ValueError("tile counts must be 0-4")
     return c
 
 
 def suit_index(concealed) -> np.ndarray:
     """Base-5 index of each suit: ``[..., 3]`` int32 (counts must be 0-4)."""
     c = _counts(concealed)
-    return c.reshape(c.shape[:-1] + (3, 9)).astype(np.int32) @ _POW5
-
-
-def _standard_win(idx: np.ndarray, sums: np.ndarray) -> np.ndarray:
-    rem = sums % 3
-    ok = SUIT_COMPLETE[idx].astype(bool) & (rem != 1)
-    return ok.all(-1) & ((rem == 2).sum(-1) == 1)
+    # A float32 product is exact here (indices < 2**24) and runs on BLAS.
+    return (c.astype(np.float32) @ _POW5_BLOCK).astype(np.int32)
 
 
 def _seven_pairs(c: np.ndarray) -> np.ndarray:
@@ -148,10 +167,11 @@ def is_win(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
     ``melds`` is the number of melds (broadcast); seven pairs need none and 14 concealed tiles,
     four identical tiles counting as two pairs.
     """
-    c = _counts(concealed)
-    idx = suit_index(c)
-    sums = c.reshape(c.shape[:-1] + (3, 9)).sum(-1)
-    return _standard_win(idx, sums) | (_seven_pairs(c) & (np.asarray(melds) == 0))
+    idx = suit_index(concealed)
+    i0, i1, i2 = idx[..., 0], idx[..., 1], idx[..., 2]
+    standard = (WIN_CODE[i0] + WIN_CODE[i1] + WIN_CODE[i2]) == 6
+    seven = (PAIR_CODE[i0] + PAIR_CODE[i1] + PAIR_CODE[i2]) == 7
+    return standard | (seven & (np.asarray(melds) == 0))
 
 
 def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
@@ -161,11 +181,10 @@ def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
     """
     c = _counts(concealed)
     idx = suit_index(c)
-    sums = c.reshape(c.shape[:-1] + (3, 9)).sum(-1)
-    rem = sums % 3
-    done = SUIT_COMPLETE[idx].astype(bool)
-    ok0 = done & (rem == 0)
-    ok2 = done & (rem == 2)
+    rem = SUIT_REM[idx]
+    code = WIN_CODE[idx]
+    ok0 = code == 1
+    ok2 = code == 4
     w = (SUIT_WAITS[idx][..., None] & _BITS).astype(bool)
     out = np.zeros(c.shape, dtype=bool)
     for s in range(3):
@@ -282,6 +301,6 @@ def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.nda
     mt = np.asarray(meld_tiles)
     w = waits(c, melds) & (c + mt < 4)
     eye = np.eye(NUM_KINDS, dtype=c.dtype)
-    won = c[..., None, :] + eye  # [..., 27, 27]
+    won = np.minimum(c[..., None, :] + eye, 4)  # [..., 27, 27]; a fifth copy is never a wait
     vals = hand_value(won, mt[..., None, :], np.asarray(melds)[..., None], table)
     return np.where(w, vals, 0).max(-1)

@@ -1,0 +1,263 @@
+"""Engine properties over many random games, determinism, matches, records and bad input."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zhuoji_env import replay
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import core
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.records import RecordError, compare, deltas, record_of
+from zhuoji_env.engine.settlement import meld_tiles
+from zhuoji_env.engine.state import (
+    BAOTING_DISCARD,
+    END_QIANGGANG,
+    END_RON,
+    OVER,
+    ROB,
+    TURN,
+)
+from zhuoji_env.tiles import NUM_TILES
+
+RECORDS = Path(__file__).parent / "data" / "records"
+PRIORITY = np.zeros(A.NUM_ACTIONS)
+PRIORITY[A.HU] = 3.0
+PRIORITY[[A.KONG, A.PONG, A.BAOTING]] = 1.2
+PRIORITY[A.ANGANG : A.BUGANG + 27] = 1.5
+
+
+def biased_actions(game: BatchGame, rng: np.random.Generator) -> np.ndarray:
+    """Random legal actions that take wins, kongs and pongs often, so hands end in wins."""
+    score = (rng.random(game.mask.shape) + PRIORITY * (rng.random((game.batch_size, 1)) < 0.8))
+    a = np.where(game.mask, score + 1e-3, -1).argmax(1)
+    a[game.over] = -1
+    return a
+
+
+def check_invariants(game: BatchGame) -> None:
+    st = game.state
+    live = st.phase != OVER
+    assert st.mask[live].any(1).all(), "a game in progress has no legal action"
+    melds = (st.meld > 0).sum(-1)
+    held = st.hand.sum(-1).astype(int) + 3 * melds
+    turn = (st.phase == TURN) | (st.phase == BAOTING_DISCARD) | (st.phase == ROB)
+    expect = np.full(held.shape, 13)
+    rows = np.flatnonzero(live & turn)
+    expect[rows, st.turn_seat[rows]] = 14
+    assert (held[live] == expect[live]).all(), "hand sizes are not as due"
+    wall_left = np.maximum(st.back.astype(int) - st.front + 1, 0)
+    won_tile = np.isin(st.end, [END_RON, END_QIANGGANG]).astype(int)
+    total = (
+        st.hand.sum((1, 2)).astype(int)
+        + meld_tiles(st.meld).sum((1, 2))
+        + st.river_counts.sum((1, 2))
+        + wall_left
+        + won_tile
+    )
+    assert (total == NUM_TILES).all(), "tiles are not conserved"
+    assert (st.hand >= 0).all() and (st.river_counts >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "rules",
+    ["guiyang", "classic", "app", {"preset": "guiyang", "overrides": {"num_players": 3}}],
+)
+def test_invariants_over_random_games(rules):
+    game = BatchGame(rules, 500, seed=11, auto_reset=False)
+    rng = np.random.default_rng(5)
+    ends = np.zeros(5, int)
+    while not game.over.all():
+        check_invariants(game)
+        out = game.step(biased_actions(game, rng))
+        e = np.flatnonzero(out.hand_over)
+        if e.size:
+            led = game.state.ledger[e]
+            assert (out.rewards[e].sum(1) == 0).all(), "a hand is not zero-sum"
+            assert (out.rewards[e] == deltas(led)).all()
+            assert (led >= 0).all()
+            ends += np.bincount(game.state.end[e], minlength=5)
+    check_invariants(game)
+    assert ends[1] > 5 and ends[2] > 20 and ends[4] > 5, ends  # zimo, ron and draw all occur
+
+
+def _play_records(batch: int, seed: int, games: list[int], hands: int = 2):
+    """Records of the first ``hands`` hands of each listed game, with per-game action streams."""
+    game = BatchGame("guiyang", batch, seed=seed, keep_records=True)
+    rngs = [np.random.default_rng([77, i]) for i in range(batch)]
+    got: dict[int, list] = {i: [] for i in games}
+    while any(len(v) < hands for v in got.values()):
+        mask = game.mask
+        acts = np.array([rngs[i].choice(np.flatnonzero(mask[i])) for i in range(batch)])
+        for i, rec in game.step(acts).records:
+            if i in got and len(got[i]) < hands:
+                got[i].append(rec)
+    return got
+
+
+def test_single_game_equals_same_game_in_batch():
+    alone = _play_records(1, seed=3, games=[0])
+    small = _play_records(8, seed=3, games=[0, 7])
+    big = _play_records(256, seed=3, games=[0, 7])
+    assert alone[0] == big[0]
+    assert small[7] == big[7]
+    assert big[0] != big[7]
+
+
+def test_same_seed_same_games_and_different_seed_differs():
+    a = BatchGame("app", 16, seed=9)
+    b = BatchGame("app", 16, seed=9)
+    c = BatchGame("app", 16, seed=10)
+    assert (a.state.wall == b.state.wall).all()
+    assert (a.state.wall != c.state.wall).any()
+    ra, rb = np.random.default_rng(1), np.random.default_rng(1)
+    for _ in range(200):
+        oa, ob = a.step(a.random_actions(ra)), b.step(b.random_actions(rb))
+        assert (oa.rewards == ob.rewards).all()
+    assert (a.state.hand == b.state.hand).all()
+
+
+@pytest.mark.parametrize("preset", ["guiyang", "classic", "app"])
+def test_every_recorded_game_replays_to_its_result(preset):
+    game = BatchGame(preset, 64, seed=21, keep_records=True)
+    rng = np.random.default_rng(2)
+    records = []
+    while len(records) < 150:
+        records += [r for _, r in game.step(biased_actions(game, rng)).records]
+    assert any(r["result"]["end"] != "draw" for r in records)
+    for rec in records:
+        rec = json.loads(json.dumps(rec))
+        assert compare(rec["result"], replay(rec)) == []
+
+
+def test_match_carries_dealer_streak_and_scores():
+    game = BatchGame("guiyang", 32, seed=4, keep_records=True, hands_per_game=4)
+    rng = np.random.default_rng(0)
+    per_game: dict[int, list] = {i: [] for i in range(32)}
+    totals = np.zeros((32, 4), int)
+    finals = {}
+    while len(finals) < 32:
+        out = game.step(biased_actions(game, rng))
+        totals += out.rewards
+        for i, rec in out.records:
+            per_game[i].append(rec)
+        for i in np.flatnonzero(out.match_over):
+            if i not in finals:
+                finals[i] = out.final_scores[i].copy()
+                assert (finals[i] == totals[i]).all()
+                assert len(per_game[i]) == 4
+            totals[i] = 0
+    for recs in per_game.values():
+        for prev, nxt in zip(recs[:3], recs[1:4], strict=True):
+            assert nxt["dealer"] == prev["result"]["next_dealer"]
+            assert nxt["dealer_streak"] == prev["result"]["next_streak"]
+
+
+def test_streak_grows_when_dealer_wins():
+    recs = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("guiyang-2-ron.json"))]
+    res = replay(recs[0])
+    assert res["next_dealer"] == recs[0]["dealer"] and res["next_streak"] == 3
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.fixture
+def sample():
+    return json.loads((RECORDS / "guiyang-2-ron.json").read_text())
+
+
+def test_illegal_action_in_step_names_seat_and_legal_actions():
+    game = BatchGame("guiyang", 2, seed=0)
+    acts = game.random_actions(np.random.default_rng(0))
+    illegal = int(np.flatnonzero(~game.mask[1])[0])
+    acts[1] = illegal
+    with pytest.raises(core.IllegalActionError, match=r"game 1: seat \d tried .*legal: \["):
+        game.step(acts)
+    with pytest.raises(ValueError, match="expected 2 actions"):
+        game.step(acts[:1])
+    with pytest.raises(core.IllegalActionError, match="out of range"):
+        game.step(np.array([999, 999]))
+
+
+def test_record_errors(sample):
+    bad = copy.deepcopy(sample)
+    bad["actions"][3][0] = 1
+    with pytest.raises(RecordError, match=r"action 3: seat 1 tried discard 7s, but seat 3"):
+        replay(bad)
+    bad = copy.deepcopy(sample)
+    bad["actions"][0] = [1, "discard", "1m"]
+    with pytest.raises(RecordError, match=r"action 0: seat 1 tried discard 1m, which is illegal"):
+        replay(bad)
+    short = dict(sample, actions=sample["actions"][:-2])
+    with pytest.raises(RecordError, match="hand is not over"):
+        replay(short)
+    long = dict(sample, actions=sample["actions"] + [[0, "pass"]])
+    with pytest.raises(RecordError, match=rf"action {len(sample['actions'])} .*already over"):
+        replay(long)
+    with pytest.raises(RecordError, match="bad wall"):
+        replay(dict(sample, wall=sample["wall"][:-2] + "1m"))
+    with pytest.raises(RecordError, match="bad wall"):
+        replay(dict(sample, wall=sample["wall"][:-2]))
+    with pytest.raises(RecordError, match="unknown switch 'colour'"):
+        replay(dict(sample, rules={"preset": "guiyang", "overrides": {"colour": 1}}))
+    with pytest.raises(RecordError, match="unknown preset"):
+        replay(dict(sample, rules={"preset": "tokyo"}))
+    with pytest.raises(RecordError, match="bad dealer"):
+        replay(dict(sample, dealer=4))
+    with pytest.raises(RecordError, match="unknown action 'chow'"):
+        replay(dict(sample, actions=[[1, "chow", "1m"]]))
+    with pytest.raises(RecordError, match="unknown record format"):
+        replay(dict(sample, format="other"))
+    wall_list = [sample["wall"][i : i + 2] for i in range(0, 216, 2)]
+    assert replay(dict(sample, wall=wall_list)) == replay(sample)
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_replay_cli(tmp_path, sample):
+    ok = _cli("zhuoji_env.replay", str(RECORDS / "app-4-qianggang.json"))
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["end"] == "qianggang"
+    assert "matches" in ok.stderr
+    wrong = copy.deepcopy(sample)
+    wrong["result"]["deltas"][0] += 1
+    (tmp_path / "wrong.json").write_text(json.dumps(wrong))
+    diff = _cli("zhuoji_env.replay", str(tmp_path / "wrong.json"))
+    assert diff.returncode == 1 and "differs: deltas" in diff.stderr
+    bad = dict(sample, actions=sample["actions"][:5])
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    err = _cli("zhuoji_env.replay", str(tmp_path / "bad.json"))
+    assert err.returncode == 2 and "not over" in err.stderr
+    (tmp_path / "junk.json").write_text("{not json")
+    assert _cli("zhuoji_env.replay", str(tmp_path / "junk.json")).returncode == 2
+
+
+def test_record_cli_writes_replayable_records(tmp_path):
+    out = _cli(
+        "zhuoji_env.record", "--preset", "app", "--seed", "5", "--n", "6", "--out", str(tmp_path)
+    )
+    assert out.returncode == 0, out.stderr
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 6
+    for f in files:
+        rec = json.loads(f.read_text())
+        assert rec["rules"]["preset"] == "app"
+        assert compare(rec["result"], replay(rec)) == []
+    bad = _cli("zhuoji_env.record", "--preset", "app", "--set", "units=x", "--out", str(tmp_path))
+    assert bad.returncode != 0 and "units" in bad.stderr
+
+
+def test_record_of_live_game_has_no_result():
+    game = BatchGame("guiyang", 1, seed=0)
+    rec = record_of(game.rules, game.state, 0)
+    assert "result" not in rec and rec["actions"] == []
