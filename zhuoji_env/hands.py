@@ -22,7 +22,7 @@ from zhuoji_env.tiles import NUM_KINDS
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
 _N_SUIT = 5**9
 _INF = 99
-_CACHE_NAME = "hand_tables_v2.npz"
+_CACHE_NAME = "hand_tables_v3.npz"
 
 # Shapes (牌型) of a winning hand.
 PINGHU, DADUIZI, QIDUI, LONGQIDUI, DANDIAO = 0, 1, 2, 3, 4
@@ -81,11 +81,11 @@ def _derive(dist: np.ndarray) -> dict[str, np.ndarray]:
     with_pair = (total % 3 == 2) & (total <= 14) & (dist[rows, m, 1] == 0)
     complete = (sets_only | with_pair).astype(np.uint8)
     # Codes whose sum over the three suits is 6 exactly for a standard winning hand: sets only 1,
-    # sets and a pair 4, anything else 100; and the pairs of an all-even suit (else 100), whose
-    # sum is 7 exactly for seven pairs.
-    win_code = np.where(sets_only, 1, np.where(with_pair, 4, 100)).astype(np.uint8)
+    # sets and a pair 4, anything else 30; and the pairs of an all-even suit (else 30), whose
+    # sum is 7 exactly for seven pairs. Three codes never overflow uint8.
+    win_code = np.where(sets_only, 1, np.where(with_pair, 4, 30)).astype(np.uint8)
     even = (digits % 2 == 0).all(1)
-    pair_code = np.where(even, total // 2, 100).astype(np.uint8)
+    pair_code = np.where(even, total // 2, 30).astype(np.uint8)
     waits = np.zeros(_N_SUIT, dtype=np.uint16)
     for r in range(9):
         can_add = digits[:, r] < 4
@@ -130,9 +130,9 @@ SUIT_COMPLETE: np.ndarray = _T["complete"]
 SUIT_WAITS: np.ndarray = _T["waits"]
 """``[5**9]`` uint16: bit r set where adding rank r+1 makes the suit complete."""
 WIN_CODE: np.ndarray = _T["win_code"]
-"""``[5**9]`` uint8: 1 sets only, 4 sets and one pair, 100 otherwise (three suits sum to 6)."""
+"""``[5**9]`` uint8: 1 sets only, 4 sets and one pair, 30 otherwise (three suits sum to 6)."""
 PAIR_CODE: np.ndarray = _T["pair_code"]
-"""``[5**9]`` uint8: pairs in an all-even suit, 100 otherwise (three suits sum to 7)."""
+"""``[5**9]`` uint8: pairs in an all-even suit, 30 otherwise (three suits sum to 7)."""
 SUIT_REM: np.ndarray = _T["rem"]
 """``[5**9]`` uint8: the suit's tile count mod 3."""
 _BITS = (1 << np.arange(9)).astype(np.uint16)
