@@ -141,11 +141,17 @@ for _s in range(3):
     _POW5_BLOCK[9 * _s : 9 * _s + 9, _s] = _POW5
 
 
+def _out_of_range(c: np.ndarray) -> bool:
+    if c.dtype == np.int8:  # one pass: negative counts wrap to >= 128
+        return bool((c.view(np.uint8) > 4).any())
+    return bool(c.min() < 0 or c.max() > 4)
+
+
 def _counts(concealed) -> np.ndarray:
     c = np.asarray(concealed)
     if c.shape[-1:] != (NUM_KINDS,):
         raise ValueError(f"expected counts with last axis 27, got shape {c.shape}")
-    if c.size and (c.min() < 0 or c.max() > 4):
+    if c.size and _out_of_range(c):
         raise ValueError("tile counts must be 0-4")
     return c
 

@@ -130,120 +130,176 @@ def block(obs: np.ndarray, name: str) -> np.ndarray:
     return obs[..., sl].reshape(obs.shape[:-1] + shape)
 
 
+_KIND_POW5 = np.tile(hands._POW5, 3).astype(np.int32)
+"""Base-5 weight of each kind within its suit's index (``hands.suit_index``)."""
+_SLOTS = np.arange(SEATS)
+_SHANTEN_ONEHOT = np.eye(8, dtype=np.float32)
+_OFF = {name: sl.start for name, sl in SLICES.items()}
+
+
+def _suit_index(c: np.ndarray) -> np.ndarray:
+    """``hands.suit_index`` of counts ``[m,27]`` known to be 0-4: ``[m,3]`` int32."""
+    return c.reshape(-1, 3, 9).astype(np.int32) @ hands._POW5
+
+
+def _waits_of(idx: np.ndarray, c: np.ndarray, melds: np.ndarray) -> np.ndarray:
+    """``hands.waits(c, melds)`` of 3k+1 hands ``c`` ``[m,27]`` with suit indices ``idx``."""
+    rem = hands.SUIT_REM[idx]
+    code = hands.WIN_CODE[idx]
+    ok0 = code == 1
+    ok2 = code == 4
+    w = (hands.SUIT_WAITS[idx][..., None] & hands._BITS).astype(bool)  # [m,3,9]
+    out = np.empty(c.shape, dtype=bool)
+    for s in range(3):
+        a, b = (o for o in range(3) if o != s)
+        both_sets = ok0[:, a] & ok0[:, b]
+        one_pair = (ok0[:, a] & ok2[:, b]) | (ok2[:, a] & ok0[:, b])
+        ok = ((rem[:, s] == 1) & both_sets) | ((rem[:, s] == 2) & one_pair)
+        out[:, 9 * s : 9 * s + 9] = w[:, s, :] & ok[:, None]
+    odd = (c % 2) == 1
+    seven = (c.sum(-1) == 13) & (odd.sum(-1) == 1) & (melds == 0)
+    out |= seven[:, None] & odd
+    return out
+
+
+def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
+    """The ``waits`` block: bool ``[k,27]``.
+
+    3k+1 hands: the kinds that complete the hand, excluding kinds of which the seat holds all
+    four (concealed + melds). 3k+2 hands: the kinds whose discard leaves the hand ready (RULES.md
+    5.2). Only hands of shanten <= 0 can have either (a wait or a ready discard means a complete
+    hand one tile away), so only those are evaluated.
+    """
+    k = own.shape[0]
+    w = np.zeros((k, NUM_KINDS), dtype=bool)
+    cand = np.flatnonzero(sh <= 0)
+    if not cand.size:
+        return w
+    c = own[cand]
+    mc = m[cand]
+    mt = meld_tiles(mc)
+    nm = (mc > 0).sum(-1)
+    size = c.sum(-1)
+    one = size % 3 == 1
+    if one.any():
+        c1 = c[one]
+        w[cand[one]] = _waits_of(_suit_index(c1), c1, nm[one]) & (c1 + mt[one] < 4)
+    two = np.flatnonzero(size % 3 == 2)
+    if two.size:
+        c2 = c[two]
+        r, t = np.nonzero(c2 > 0)  # each (hand, held kind): discard t
+        after = c2[r].copy()
+        after[np.arange(r.size), t] -= 1
+        idx = _suit_index(c2)[r]
+        idx[np.arange(r.size), t // 9] -= _KIND_POW5[t]
+        ready = (_waits_of(idx, after, nm[two][r]) & (after + mt[two][r] < 4)).any(-1)
+        w[cand[two[r[ready]]], t[ready]] = True
+    return w
+
+
 def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 1) -> np.ndarray:
     """Observations ``[k, OBS_SIZE]`` of seats ``seat`` in games ``g`` (arrays of length k).
 
     ``scores`` (``[B, n]``) and ``hand_no`` (``[B]``) are the match scores and hand counter of
     a :class:`~zhuoji_env.engine.game.BatchGame`; they default to zero.
     """
-    g = np.asarray(g, dtype=np.int64)
-    seat = np.asarray(seat, dtype=np.int64)
+    g = np.asarray(g, dtype=np.int64).reshape(-1)
+    seat = np.asarray(seat, dtype=np.int64).reshape(-1)
     k, n = g.size, st.num_players
     out = np.zeros((k, OBS_SIZE), dtype=np.float32)
-    rows = np.arange(k)
-    rel = (seat[:, None] + np.arange(SEATS)[None, :]) % n  # absolute seat of each slot
-    present = np.arange(SEATS)[None, :] < n
+    flat = out.reshape(-1)
+    base = np.arange(k) * OBS_SIZE  # flat offset of each row
+    gs = g[:, None]
+    rel = (seat[:, None] + _SLOTS) % n  # absolute seat of each relative slot
+    absent = n < SEATS  # slot 3 of a 3-player game is zeroed
 
-    def put(name, value):
-        out[:, SLICES[name]] = np.asarray(value, dtype=np.float32).reshape(k, -1)
+    def view(name):
+        return out[:, SLICES[name]].reshape((k,) + SHAPES[name])
+
+    def hot(name, col, on=None):
+        """Set ``out[row, name + col] = 1`` where ``on`` (and ``col >= 0``)."""
+        ok = col >= 0 if on is None else on & (col >= 0)
+        flat[base[ok] + _OFF[name] + col[ok]] = 1
 
     def slot_of(abs_seat):
-        """One-hot over relative slots of absolute seats (-1 gives zeros)."""
-        a = np.asarray(abs_seat, dtype=np.int64)
-        onehot = np.zeros((k, SEATS), dtype=np.float32)
-        ok = a >= 0
-        onehot[rows[ok], ((a - seat) % n)[ok]] = 1
-        return onehot
-
-    def onehot_tile(t, on=True):
-        t = np.asarray(t, dtype=np.int64)
-        x = np.zeros((k, NUM_KINDS), dtype=np.float32)
-        ok = (t >= 0) & on
-        x[rows[ok], t[ok]] = 1
-        return x
+        return np.where(abs_seat >= 0, (abs_seat - seat) % n, -1)
 
     own = st.hand[g, seat]
-    put("hand", own)
-    meld = st.meld[g[:, None], rel] * present[..., None]  # [k,4,27]
-    put("pong", meld == PONG_MELD)
-    put("kong_exposed", (meld == MING_KONG) | (meld == BU_KONG))
-    put("kong_concealed_own", st.meld[g, seat] == AN_KONG)
-    late = st.meld_late[g[:, None], rel] & present[..., None]
-    kc = np.stack(
-        [
-            ((meld == AN_KONG) & ~late).sum(-1),
-            ((meld == BU_KONG) & ~late).sum(-1),
-            (meld == MING_KONG).sum(-1),
-            late.sum(-1),
-        ],
-        -1,
-    )
-    put("kong_counts", kc)
-    put("river", st.river_counts[g[:, None], rel] * present[..., None])
-    rlen = st.river_len[g[:, None], rel].astype(np.int64)  # [k,4]
-    recent = np.zeros((k, SEATS, RECENT, NUM_KINDS), dtype=np.float32)
-    for j in range(RECENT):
-        pos = rlen - 1 - j
-        ok = (pos >= 0) & present
-        t = st.river[g[:, None], rel, np.clip(pos, 0, RIVER_MAX - 1)]
-        kk, ss = np.nonzero(ok)
-        recent[kk, ss, j, t[kk, ss]] = 1
-    put("river_recent", recent)
-    phase = st.phase[g]
+    view("hand")[:] = own
+    meld = st.meld[gs, rel]  # [k,4,27]
+    late = st.meld_late[gs, rel]
+    river_counts = st.river_counts[gs, rel]
+    rlen = st.river_len[gs, rel].astype(np.int64)  # [k,4]
+    if absent:
+        meld[:, n:] = 0
+        late[:, n:] = False
+        river_counts[:, n:] = 0
+        rlen[:, n:] = 0
+    view("pong")[:] = meld == PONG_MELD
+    view("kong_exposed")[:] = (meld == MING_KONG) | (meld == BU_KONG)
+    view("kong_concealed_own")[:] = meld[:, 0] == AN_KONG
+    kc = view("kong_counts")
+    kc[..., 0] = ((meld == AN_KONG) & ~late).sum(-1)
+    kc[..., 1] = ((meld == BU_KONG) & ~late).sum(-1)
+    kc[..., 2] = (meld == MING_KONG).sum(-1)
+    kc[..., 3] = late.sum(-1)
+    view("river")[:] = river_counts
+    # river_recent: the last RECENT discards of each slot, most recent first
+    pos = rlen[..., None] - 1 - np.arange(RECENT)  # [k,4,RECENT]
+    ok = pos >= 0
+    kk, ss, jj = np.nonzero(ok)
+    t = st.river[g[kk], rel[kk, ss], pos[kk, ss, jj]].astype(np.int64)
+    flat[base[kk] + _OFF["river_recent"] + (ss * RECENT + jj) * NUM_KINDS + t] = 1
+
+    phase = st.phase[g].astype(np.int64)
+    playing = phase < 4
     window = (phase == RESPONSE) | (phase == ROB)
-    put("tile", onehot_tile(st.tile[g], window))
-    put("tile_from", slot_of(np.where(window, st.turn_seat[g], -1)))
-    ph = np.zeros((k, 4), dtype=np.float32)
-    for i, p in enumerate((TURN, RESPONSE, ROB, BAOTING_DISCARD)):
-        ph[:, i] = phase == p
-    put("phase", ph)
-    put("to_act", slot_of(np.where(phase < 4, st.actor[g], -1)))
-    my_turn = (st.turn_seat[g] == seat) & ((phase == TURN) | (phase == BAOTING_DISCARD))
-    put("drawn", onehot_tile(st.drawn[g], my_turn))
-    put(
-        "turn_flags",
-        np.stack([st.drew[g], st.rep_draw[g], st.turn_kong[g].any(-1)], -1),
-    )
-    yaoji = np.zeros((k, 9), dtype=np.float32)
-    visible_1s = st.river[g][..., None] == YAOJI  # discards of 1s, claimed or not
-    yaoji[:, 0] = visible_1s.sum((1, 2, 3)) / 4
-    yaoji[:, 1:5] = slot_of(st.yaoji_seat[g])
+    hot("tile", st.tile[g].astype(np.int64), window)
+    hot("tile_from", slot_of(st.turn_seat[g].astype(np.int64)), window)
+    hot("phase", phase, playing)  # TURN, RESPONSE, ROB, BAOTING_DISCARD are 0-3
+    hot("to_act", slot_of(st.actor[g].astype(np.int64)), playing)
+    turn_seat = st.turn_seat[g]
+    my_turn = (turn_seat == seat) & ((phase == TURN) | (phase == BAOTING_DISCARD))
+    hot("drawn", st.drawn[g].astype(np.int64), my_turn)
+    tf = view("turn_flags")
+    tf[:, 0] = st.drew[g]
+    tf[:, 1] = st.rep_draw[g]
+    tf[:, 2] = st.turn_kong[g].any(-1)
+    yaoji = view("yaoji")
+    yaoji[:, 0] = (st.river[g] == YAOJI).sum((1, 2)) / 4
+    ys = st.yaoji_seat[g].astype(np.int64)
+    ok = ys >= 0
+    flat[base[ok] + _OFF["yaoji"] + 1 + slot_of(ys)[ok]] = 1
     fate = st.yaoji_fate[g]
     yaoji[:, 5] = fate == 1
     yaoji[:, 6] = fate == 2
     yaoji[:, 7] = fate == 3
-    yaoji[:, 8] = st.yaoji_claimer[g] == seat
-    put("yaoji", yaoji)
-    put("zeren_claimer", slot_of(st.yaoji_claimer[g]))
-    bt = st.baoting[g[:, None], rel] * present
-    put("baoting", np.stack([bt == 1, bt == 2], -1))
-    put("pass_lock", st.pass_lock[g, seat][:, None])
+    claimer = st.yaoji_claimer[g].astype(np.int64)
+    yaoji[:, 8] = claimer == seat
+    hot("zeren_claimer", slot_of(claimer))
+    bt = st.baoting[gs, rel]
+    if absent:
+        bt[:, n:] = 0
+    btv = view("baoting")
+    btv[..., 0] = bt == 1
+    btv[..., 1] = bt == 2
+    out[:, _OFF["pass_lock"]] = st.pass_lock[g, seat]
     left = np.maximum(st.back[g] - st.front[g] + 1, 0)
-    put("wall", np.stack([left / NUM_TILES, left == 0], -1))
-    put("dealer", slot_of(st.dealer[g]))
-    put("streak", st.streak[g][:, None] / 10)
+    out[:, _OFF["wall"]] = left / NUM_TILES
+    out[:, _OFF["wall"] + 1] = left == 0
+    hot("dealer", slot_of(st.dealer[g].astype(np.int64)))
+    out[:, _OFF["streak"]] = st.streak[g] / 10
     if scores is not None:
-        sc = np.asarray(scores)[g[:, None], rel] * present
-        put("scores", sc / 100)
+        sc = np.asarray(scores)[gs, rel]
+        if absent:
+            sc[:, n:] = 0
+        view("scores")[:] = sc / 100
     if hand_no is not None:
-        put("hand_no", np.asarray(hand_no)[g][:, None] / hands_per_game)
-    put("seats_present", np.broadcast_to(present, (k, SEATS)))
-    size = own.sum(-1)
-    m = st.meld[g, seat]
-    nm = (m > 0).sum(-1)
-    w = np.zeros((k, NUM_KINDS), dtype=bool)
-    one = size % 3 == 1
-    if one.any():
-        w[one] = hands.waits(own[one], nm[one]) & (own[one] + meld_tiles(m[one]) < 4)
-    two = size % 3 == 2
-    if two.any():
-        o2 = own[two]
-        after = np.maximum(o2[:, None, :] - np.eye(NUM_KINDS, dtype=np.int8)[None], 0)
-        mt = meld_tiles(m[two])[:, None, :]
-        w[two] = (o2 > 0) & hands.is_ready(after, mt, nm[two][:, None])
-    put("waits", w)
+        out[:, _OFF["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
+    view("seats_present")[:, :n] = 1
     sh = hands.shanten(own)
-    put("shanten", np.eye(8, dtype=np.float32)[np.clip(sh + 1, 0, 7)])
+    view("waits")[:] = _own_waits(own, st.meld[g, seat], sh)
+    view("shanten")[:] = _SHANTEN_ONEHOT[np.clip(sh + 1, 0, 7)]
     return out
 
 

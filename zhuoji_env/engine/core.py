@@ -203,37 +203,37 @@ def _discard(rules: Rules, st: State, g, s, t) -> None:
 
 
 def _win_options(rules: Rules, st: State, g, q, t, discarder, rob: bool) -> np.ndarray:
-    """Whether seat ``q`` may be offered ``hu`` on tile ``t`` (passport and lock, 5.3-5.4)."""
-    h = st.hand[g, q] + _EYE[t]
-    m = st.meld[g, q]
+    """``[k, m]``: seats ``q`` may be offered ``hu`` on tile ``t`` (passport and lock, 5.3-5.4)."""
+    h = st.hand[g[:, None], q] + _EYE[t][:, None, :]
+    m = st.meld[g[:, None], q]
     nm = (m > 0).sum(-1)
     ok = hands.is_win(h, nm)
-    if not rob:
-        plain = hands.is_plain(h, meld_tiles(m), nm)
-        passport = (m >= AN_KONG).any(-1) | st.turn_kong[g].any(-1)
-        if rules.baoting:
-            passport |= (st.baoting[g, q] > 0) | (st.baoting[g, discarder] > 0)
-        ok &= ~plain | passport
     if rules.pass_win == "forbid":
-        ok &= ~st.pass_lock[g, q]
+        ok &= ~st.pass_lock[g[:, None], q]
+    if not rob and ok.any():
+        r, c = np.nonzero(ok)
+        plain = hands.is_plain(h[r, c], meld_tiles(m[r, c]), nm[r, c])
+        passport = (m[r, c] >= AN_KONG).any(-1) | st.turn_kong[g[r]].any(-1)
+        if rules.baoting:
+            passport |= (st.baoting[g[r], q[r, c]] > 0) | (st.baoting[g[r], discarder[r]] > 0)
+        ok[r, c] = ~plain | passport
     return ok
 
 
 def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
     """Open a response window (after a discard) or rob window (after a bugang) for seat p's t."""
     n = rules.num_players
-    live = st.front[g] <= st.back[g]
+    q = (p[:, None] + np.arange(1, n)) % n  # the other seats in turn order
+    opts = np.where(_win_options(rules, st, g, q, t, p, rob), OPT_HU, 0)
+    if not rob:
+        held = st.hand[g[:, None], q, t[:, None]]
+        free = st.baoting[g[:, None], q] == 0
+        live = (st.front[g] <= st.back[g])[:, None]
+        opts |= np.where(free & (held >= 2), OPT_PONG, 0)
+        opts |= np.where(free & (held == 3) & live, OPT_KONG, 0)
     st.claim_opts[g] = 0
+    st.claim_opts[g[:, None], q] = opts
     st.claim_choice[g] = -1
-    for j in range(1, n):
-        q = (p + j) % n
-        opts = np.where(_win_options(rules, st, g, q, t, p, rob), OPT_HU, 0)
-        if not rob:
-            held = st.hand[g, q, t]
-            free = st.baoting[g, q] == 0
-            opts |= np.where(free & (held >= 2), OPT_PONG, 0)
-            opts |= np.where(free & (held == 3) & live, OPT_KONG, 0)
-        st.claim_opts[g, q] = opts
     st.turn_seat[g] = p
     st.phase[g] = ROB if rob else RESPONSE
     nxt = _next_asked(st, g, p, p)
