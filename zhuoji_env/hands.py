@@ -304,9 +304,12 @@ def is_plain(concealed, meld_tiles, melds) -> np.ndarray:
 def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarray:
     """查叫 value of a 3k+1 hand: the largest pattern value over its playable waits (0 if none)."""
     c = _counts(concealed)
-    mt = np.asarray(meld_tiles)
-    w = waits(c, melds) & (c + mt < 4)
-    eye = np.eye(NUM_KINDS, dtype=c.dtype)
-    won = np.minimum(c[..., None, :] + eye, 4)  # [..., 27, 27]; a fifth copy is never a wait
-    vals = hand_value(won, mt[..., None, :], np.asarray(melds)[..., None], table)
-    return np.where(w, vals, 0).max(-1)
+    shape = c.shape[:-1]
+    c = c.reshape(-1, NUM_KINDS)
+    mt = np.broadcast_to(np.asarray(meld_tiles), shape + (NUM_KINDS,)).reshape(c.shape)
+    nm = np.broadcast_to(np.asarray(melds), shape).reshape(-1)
+    rows, kinds = np.nonzero(waits(c, nm) & (c + mt < 4))
+    won = c[rows] + np.eye(NUM_KINDS, dtype=c.dtype)[kinds]
+    out = np.zeros(c.shape[0], dtype=np.int32)
+    np.maximum.at(out, rows, hand_value(won, mt[rows], nm[rows], table))
+    return out.reshape(shape)

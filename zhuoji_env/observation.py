@@ -142,6 +142,49 @@ def _suit_index(c: np.ndarray) -> np.ndarray:
     return c.reshape(-1, 3, 9).astype(np.int32) @ hands._POW5
 
 
+def _shanten_tables():
+    """Gather indices for a vectorised ``hands.shanten`` (min-plus convolution over suits)."""
+    inf_col = 100  # index of an INF column appended to the 100 (m0, p0, m1, p1) combinations
+    groups: dict[tuple[int, int], list[int]] = {(m, p): [] for m in range(5) for p in range(2)}
+    for m0 in range(5):
+        for p0 in range(2):
+            for m1 in range(5):
+                for p1 in range(2):
+                    if m0 + m1 <= 4 and p0 + p1 <= 1:
+                        groups[(m0 + m1, p0 + p1)].append(((m0 * 2 + p0) * 5 + m1) * 2 + p1)
+    width = max(len(v) for v in groups.values())
+    pair01 = np.full((10, width), inf_col, dtype=np.int64)
+    for (m, p), combos in groups.items():
+        pair01[m * 2 + p, : len(combos)] = combos
+    # final step: for k sets in all, pair01[m01, p01] + suit 2's dist[k - m01, 1 - p01]
+    last = np.full((5, 10), 10, dtype=np.int64)  # 10: an INF column appended to suit 2's dist
+    for k in range(5):
+        for m01 in range(5):
+            for p01 in range(2):
+                if 0 <= k - m01 <= 4:
+                    last[k, m01 * 2 + p01] = (k - m01) * 2 + (1 - p01)
+    return pair01, last
+
+
+_PAIR01, _LAST = _shanten_tables()
+
+
+def _shanten(c: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``hands.shanten(c)`` (seven pairs on) of hands ``c`` ``[m,27]`` with suit indices ``idx``."""
+    m = c.shape[0]
+    d = hands.DIST[idx].astype(np.int16).reshape(m, 3, 10)  # [m, suit, (sets, pair)]
+    inf = np.full((m, 1), hands._INF, dtype=np.int16)
+    combos = (d[:, 0, :, None] + d[:, 1, None, :]).reshape(m, 100)
+    pair01 = np.concatenate([combos, inf], 1)[:, _PAIR01].min(-1)  # [m, 10]
+    n = c.sum(-1)
+    d2 = np.concatenate([d[:, 2], inf], 1)
+    cur = pair01 + np.take_along_axis(d2, _LAST[np.minimum(n // 3, 4)], 1)
+    out = np.minimum(cur.min(-1), hands._INF) - 1
+    pairs = (c // 2).sum(-1)
+    out = np.where(n >= 13, np.minimum(out, 6 - pairs), out)
+    return out.astype(np.int8)
+
+
 def _waits_of(idx: np.ndarray, c: np.ndarray, melds: np.ndarray) -> np.ndarray:
     """``hands.waits(c, melds)`` of 3k+1 hands ``c`` ``[m,27]`` with suit indices ``idx``."""
     rem = hands.SUIT_REM[idx]
@@ -297,7 +340,9 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     if hand_no is not None:
         out[:, _OFF["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
     view("seats_present")[:, :n] = 1
-    sh = hands.shanten(own)
+    if own.size and own.max() > 4:
+        raise ValueError("tile counts must be 0-4")
+    sh = _shanten(own, _suit_index(own))
     view("waits")[:] = _own_waits(own, st.meld[g, seat], sh)
     view("shanten")[:] = _SHANTEN_ONEHOT[np.clip(sh + 1, 0, 7)]
     return out
