@@ -356,11 +356,6 @@ def test_frozen(switch):
     assert r == Rules.make("guiyang")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rules.py: Rules(**switches) built directly records no overrides, so to_record() "
-    "drops the switches: Rules(units='fan').to_record() == {'preset': 'guiyang', 'overrides': {}}",
-)
 def test_direct_construction_round_trips():
     r = Rules(units="fan", base_stake=2)
     assert Rules.make(r.to_record()) == r

@@ -56,7 +56,11 @@ BAOTING_BONUS = {"bei": (20, 10), "fan": (200, 100), "bei_dandiao": (20, 10)}
 
 @dataclass(frozen=True)
 class Rules:
-    """A validated ruleset. Field names and values are exactly the switches of RULES.md 9."""
+    """A validated ruleset. Field names and values are exactly the switches of RULES.md 9.
+
+    Build it with :meth:`make` or :meth:`from_preset`, which start from the preset's values;
+    constructing ``Rules(...)`` directly starts from guiyang's values whatever ``preset`` says.
+    """
 
     preset: str = "guiyang"
     num_players: int = 4
@@ -81,7 +85,8 @@ class Rules:
     dealer_streak_bonus: bool = True
     hands_per_game: int = 1
     base_stake: int = 1
-    overrides: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    overrides: Mapping[str, Any] = field(default=None, init=False, compare=False, repr=False)
+    """The switches that differ from the preset (derived), as written in records."""
 
     def __post_init__(self):
         if self.preset not in PRESET_NAMES:
@@ -110,7 +115,9 @@ class Rules:
                 "(闷豆, 转弯豆, 点豆)"
             )
         object.__setattr__(self, "dou_values", tuple(dou))
-        object.__setattr__(self, "overrides", dict(self.overrides))
+        preset = {**_DEFAULTS, **_PRESETS[self.preset]}
+        diff = {k: getattr(self, k) for k in SWITCHES if getattr(self, k) != preset[k]}
+        object.__setattr__(self, "overrides", diff)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -121,10 +128,7 @@ class Rules:
         unknown = sorted(set(overrides) - set(SWITCHES))
         if unknown:
             raise ValueError(f"unknown switch {unknown[0]!r}: allowed switches {list(SWITCHES)}")
-        values = {**_PRESETS[preset], **overrides}
-        if "dou_values" in overrides and isinstance(overrides["dou_values"], list):
-            overrides = {**overrides, "dou_values": tuple(overrides["dou_values"])}
-        return cls(preset=preset, overrides=overrides, **values)
+        return cls(preset=preset, **{**_PRESETS[preset], **overrides})
 
     @classmethod
     def make(cls, spec: str | Mapping[str, Any] | Rules | None = None, **overrides: Any) -> Rules:
@@ -190,6 +194,7 @@ def _check_int(name: str, value: Any, low: int, allowed: str | None = None) -> N
 SWITCHES: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(Rules) if f.name not in ("preset", "overrides")
 )
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Rules) if f.name in SWITCHES}
 
 _PRESETS: dict[str, dict[str, Any]] = {
     "guiyang": {},
