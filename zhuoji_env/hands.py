@@ -135,7 +135,7 @@ PAIR_CODE: np.ndarray = _T["pair_code"]
 """``[5**9]`` uint8: pairs in an all-even suit, 30 otherwise (three suits sum to 7)."""
 SUIT_REM: np.ndarray = _T["rem"]
 """``[5**9]`` uint8: the suit's tile count mod 3."""
-_BITS = (1 << np.arange(9)).astype(np.uint16)
+_SHIFTS = np.arange(NUM_KINDS, dtype=np.uint32)
 _POW5_BLOCK = np.zeros((NUM_KINDS, 3), dtype=np.float32)
 for _s in range(3):
     _POW5_BLOCK[9 * _s : 9 * _s + 9, _s] = _POW5
@@ -187,25 +187,19 @@ def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
     """
     c = _counts(concealed)
     idx = suit_index(c)
-    rem = SUIT_REM[idx]
-    code = WIN_CODE[idx]
-    ok0 = code == 1
-    ok2 = code == 4
-    w = (SUIT_WAITS[idx][..., None] & _BITS).astype(bool)
-    out = np.zeros(c.shape, dtype=bool)
-    for s in range(3):
-        others = [o for o in range(3) if o != s]
-        a, b = others
-        both_sets = ok0[..., a] & ok0[..., b]
-        one_pair = (ok0[..., a] & ok2[..., b]) | (ok2[..., a] & ok0[..., b])
-        sw = w[..., s, :]
-        # Adding to suit s: s becomes sets+pair (rem 1 -> 2) or sets only (rem 2 -> 0).
-        out[..., 9 * s : 9 * s + 9] = sw & (
-            ((rem[..., s] == 1) & both_sets)[..., None] | ((rem[..., s] == 2) & one_pair)[..., None]
-        )
-    seven = (c.sum(-1) == 13) & (((c % 2) == 1).sum(-1) == 1)
-    seven &= np.asarray(melds) == 0
-    out |= seven[..., None] & (c % 2 == 1)
+    rem = SUIT_REM[idx].astype(np.int16)
+    code = WIN_CODE[idx].astype(np.int16)
+    # Adding to suit s completes the hand when s goes from rem 1 to sets and a pair while the
+    # other two are sets only (codes sum to 2), or from rem 2 to sets only while the other two
+    # are sets, and sets and a pair (codes sum to 5).
+    others = code.sum(-1, keepdims=True) - code
+    need = np.where(rem == 1, 2, np.where(rem == 2, 5, -1))
+    bits = np.where(others == need, SUIT_WAITS[idx], 0).astype(np.uint32)
+    packed = bits[..., 0] | (bits[..., 1] << 9) | (bits[..., 2] << 18)
+    out = ((packed[..., None] >> _SHIFTS) & 1).astype(bool)
+    odd = c % 2 == 1
+    seven = (odd.sum(-1) == 1) & (c.sum(-1) == 13) & (np.asarray(melds) == 0)
+    out |= seven[..., None] & odd
     return out
 
 
