@@ -22,7 +22,7 @@ from zhuoji_env.tiles import NUM_KINDS
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
 _N_SUIT = 5**9
 _INF = 99
-_CACHE_NAME = "hand_tables_v3.npz"
+_CACHE_NAME = "hand_tables_v4.npz"
 
 # Shapes (牌型) of a winning hand.
 PINGHU, DADUIZI, QIDUI, LONGQIDUI, DANDIAO = 0, 1, 2, 3, 4
@@ -93,7 +93,6 @@ def _derive(dist: np.ndarray) -> dict[str, np.ndarray]:
         waits |= (can_add & (complete[added] == 1)).astype(np.uint16) << r
     rem = (total % 3).astype(np.uint8)
     return {
-        "complete": complete,
         "waits": waits,
         "win_code": win_code,
         "pair_code": pair_code,
@@ -125,8 +124,6 @@ def _load_tables() -> dict[str, np.ndarray]:
 _T = _load_tables()
 DIST: np.ndarray = _T["dist"]
 """``[5**9, 5, 2]`` uint8: tiles to add for m sets and p pairs in one suit."""
-SUIT_COMPLETE: np.ndarray = _T["complete"]
-"""``[5**9]`` uint8: 1 where the suit splits into sets, or sets and one pair (by its size)."""
 SUIT_WAITS: np.ndarray = _T["waits"]
 """``[5**9]`` uint16: bit r set where adding rank r+1 makes the suit complete."""
 WIN_CODE: np.ndarray = _T["win_code"]
