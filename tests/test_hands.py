@@ -883,7 +883,7 @@ def test_output_dtypes_and_shapes():
     assert H.shanten(np.stack([c, c, c])).shape == (3,)
     assert H.suit_index(c).shape == (3,)
     assert H.DIST.shape == (5**9, 5, 2)
-    assert H.SUIT_COMPLETE.shape == (5**9,)
+    assert H.WIN_CODE.shape == H.PAIR_CODE.shape == H.SUIT_REM.shape == (5**9,)
     assert H.SUIT_WAITS.shape == (5**9,)
 
 
