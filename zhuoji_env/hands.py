@@ -133,6 +133,7 @@ PAIR_CODE: np.ndarray = _T["pair_code"]
 SUIT_REM: np.ndarray = _T["rem"]
 """``[5**9]`` uint8: the suit's tile count mod 3."""
 _SHIFTS = np.arange(NUM_KINDS, dtype=np.uint32)
+_BITS = (1 << np.arange(9)).astype(np.uint16)
 _POW5_BLOCK = np.zeros((NUM_KINDS, 3), dtype=np.float32)
 for _s in range(3):
     _POW5_BLOCK[9 * _s : 9 * _s + 9, _s] = _POW5
