@@ -87,6 +87,11 @@ def result(end, winners, flip, next_dealer, next_streak, deltas, ledger):
     }
 
 
+def pays(payers, payee, **amounts):
+    """Ledger lines: each seat in ``payers`` pays ``payee`` every ``item=amount`` given."""
+    return [[p, payee, v, item] for p in payers for item, v in amounts.items()]
+
+
 def check(rec, expected):
     """Replay ``rec`` with the engine and with the reference; both must give ``expected``."""
     engine = compare(expected, replay(rec))

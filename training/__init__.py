@@ -1,0 +1,1 @@
+"""Training scripts: self-play PPO in torch and sb3-contrib MaskablePPO."""
