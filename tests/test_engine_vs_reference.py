@@ -7,6 +7,7 @@ agree, the same biased-random choice is applied to both, and the settled results
 from __future__ import annotations
 
 import random
+import zlib
 
 import numpy as np
 import pytest
@@ -91,6 +92,6 @@ def _run(spec, games, seed):
 
 @pytest.mark.parametrize("spec", VARIANTS, ids=[str(i) for i in range(len(VARIANTS))])
 def test_engine_matches_reference(spec):
-    decisions, ends = _run(spec, games=120, seed=hash(str(spec)) % 10_000)
+    decisions, ends = _run(spec, games=120, seed=zlib.crc32(str(spec).encode()))
     assert decisions > 1000
     assert {"zimo", "ron", "draw"} <= ends

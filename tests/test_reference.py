@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -245,7 +246,7 @@ PRESET_SPECS = ["guiyang", "classic", "app"]
 
 @pytest.mark.parametrize("preset", PRESET_SPECS)
 def test_random_play_invariants(preset):
-    rng = random.Random(hash(preset) % 1000)
+    rng = random.Random(zlib.crc32(preset.encode()))
     for i in range(167 if preset != "app" else 166):  # 500 games in all
         g = _random_game(Rules.make(preset), rng, uniform=i % 4 == 0)
         res = g.result()

@@ -359,3 +359,11 @@ def test_frozen(switch):
 def test_direct_construction_round_trips():
     r = Rules(units="fan", base_stake=2)
     assert Rules.make(r.to_record()) == r
+
+
+@pytest.mark.parametrize(
+    "switch, value", [("num_players", 3.0), ("num_players", True), ("units", 1), ("zeren", None)]
+)
+def test_choice_switches_need_the_exact_type(switch, value):
+    with pytest.raises(ValueError, match=f"switch '{switch}'"):
+        Rules.make("guiyang", **{switch: value})

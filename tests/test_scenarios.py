@@ -22,7 +22,7 @@ import pytest
 from reference import replay_record
 from scenario_helpers import check, pays, play_out, record, result
 
-from zhuoji_env.engine.records import RecordError, replay
+from zhuoji_env.engine.records import RecordError, compare, replay
 
 J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"
 J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
@@ -450,7 +450,7 @@ def test_passport_refused_plain_win():
         replay_record(rec)
     # ... while passing is accepted there (the record then stops early, after 2 actions)
     rec = record(hands, [[0, "discard", "7s"], [1, "pass"]], live="1m")
-    with pytest.raises(RecordError, match="after 2 actions"):
+    with pytest.raises(RecordError, match="action 2: the record ends here"):
         replay(rec)
     with pytest.raises(ValueError, match="action 2"):
         replay_record(rec)
@@ -1406,3 +1406,18 @@ def test_rerpao_transfer_uses_the_ruleset_kong_values():
     # s0 -1; s1 = -7 + 3 = -4; s2 -1; s3 = 7 - 1 = 6.
     ledger = [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]] + pays((0, 2, 3), 1, chicken=1)
     check(rec, result("ron", [3], "1m", 3, 0, [-1, -4, -1, 6], ledger))
+
+
+@pytest.mark.parametrize("overrides", [{}, {"qianggang": "plus_nine_burn"}])
+def test_penalty_on_a_rob_includes_the_self_draw_extra_in_both_rob_modes(overrides):
+    """5.4: a locked seat that robs pays the pattern value plus the self-draw extra (not +9)."""
+    hands = {0: "4s1m1m1m2m2m2m3m3m3m5p5p5p9p", 1: "4s4s4s6m6m7m7m8m8m1p1p2p2p",
+             2: "1s2s3s5s6s7s8s8s8s9s9s2s3s", 3: "9m9m9m7p7p7p8p8p8p6p6p6p4p"}
+    acts = [[0, "discard", "4s"], [1, "pong"], [2, "pass"], [1, "bugang", "4s"], [2, "hu"]]
+    rec = play_out(record(hands, acts, overrides=overrides))
+    got = replay(rec)
+    assert compare(replay_record(rec), got) == []
+    baopai = sorted(line for line in got["ledger"] if line[3] == "baopai")
+    # seat 2 passed the flush win on 4s (locked), then chose hu on the robbed 4s:
+    # 清一色 10 + 自摸 1 = 11 to each other seat
+    assert baopai == [[2, 0, 11, "baopai"], [2, 1, 11, "baopai"], [2, 3, 11, "baopai"]]

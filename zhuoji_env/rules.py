@@ -93,7 +93,7 @@ class Rules:
             raise ValueError(f"unknown preset {self.preset!r}: allowed {list(PRESET_NAMES)}")
         for name, allowed in _CHOICES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or value not in allowed:
+            if type(value) is not type(allowed[0]) or value not in allowed:
                 raise ValueError(f"switch {name!r}: bad value {value!r}, allowed {list(allowed)}")
         for name in _BOOLS:
             if not isinstance(getattr(self, name), bool):

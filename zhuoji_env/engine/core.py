@@ -275,7 +275,7 @@ def _penalty(rules: Rules, st: State, g, q, t, rob: bool) -> None:
     nm = (m > 0).sum(-1)
     mt = meld_tiles(m)
     value = hands.hand_value(h, mt, nm, rules.pattern_table)
-    if rob and rules.qianggang == "pay_for_all":
+    if rob:
         value = value + zimo_extra(rules, hands.is_plain(h, mt, nm))
     value = value + baoting_bonus(rules, st.baoting[g, q])
     n = rules.num_players

@@ -158,7 +158,7 @@ def replay(rec: Mapping[str, Any]) -> dict[str, Any]:
         core.step(rules, st, np.array([a]))
     if st.phase[0] != OVER:
         raise RecordError(
-            f"the record ends after {len(decisions)} actions but the hand is not over: "
+            f"action {len(decisions)}: the record ends here but the hand is not over: "
             f"seat {int(st.actor[0])} is to act (legal: {core.legal_names(st, 0)})"
         )
     return result_of(st, 0)
