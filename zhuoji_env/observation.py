@@ -60,7 +60,6 @@ from zhuoji_env.engine.state import (
     MING_KONG,
     PONG_MELD,
     RESPONSE,
-    RIVER_MAX,
     ROB,
     TURN,
     State,
@@ -185,6 +184,30 @@ def _shanten(c: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out.astype(np.int8)
 
 
+def _shanten_one(c: np.ndarray, idx: np.ndarray) -> int:
+    """``_shanten`` of one hand with Python scalars (fewer array calls for a single hand)."""
+    d0, d1, d2 = hands.DIST[idx].tolist()  # [suit][sets][pair]
+    inf = hands._INF
+    pair01 = [[inf, inf] for _ in range(5)]
+    for m0 in range(5):
+        a0, a1 = d0[m0]
+        for m1 in range(5 - m0):
+            b0, b1 = d1[m1]
+            row = pair01[m0 + m1]
+            row[0] = min(row[0], a0 + b0)
+            row[1] = min(row[1], a0 + b1, a1 + b0)
+    n = int(c.sum())
+    k = min(n // 3, 4)
+    best = inf
+    for m01 in range(max(k - 4, 0), k + 1):
+        m2 = k - m01
+        best = min(best, pair01[m01][0] + d2[m2][1], pair01[m01][1] + d2[m2][0])
+    out = best - 1
+    if n >= 13:
+        out = min(out, 6 - int((c // 2).sum()))
+    return out
+
+
 def _waits_of(idx: np.ndarray, c: np.ndarray, melds: np.ndarray) -> np.ndarray:
     """``hands.waits(c, melds)`` of 3k+1 hands ``c`` ``[m,27]`` with suit indices ``idx``."""
     rem = hands.SUIT_REM[idx]
@@ -240,6 +263,91 @@ def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
     return w
 
 
+def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: int) -> np.ndarray:
+    """``encode`` of one observation ``[1, OBS_SIZE]`` with scalar indexing (the AEC path)."""
+    n = st.num_players
+    out = np.zeros(OBS_SIZE, dtype=np.float32)
+    off = _OFF
+    rel = [(seat + j) % n for j in range(n)]
+    own = st.hand[g, seat]
+    out[off["hand"] : off["hand"] + NUM_KINDS] = own
+    meld = st.meld[g][rel]  # [n,27]
+    late = st.meld_late[g][rel]
+    span = n * NUM_KINDS
+    o = off["pong"]
+    out[o : o + span] = (meld == PONG_MELD).ravel()
+    o = off["kong_exposed"]
+    out[o : o + span] = ((meld == MING_KONG) | (meld == BU_KONG)).ravel()
+    o = off["kong_concealed_own"]
+    out[o : o + NUM_KINDS] = meld[0] == AN_KONG
+    kc = out[off["kong_counts"] : off["kong_counts"] + 4 * n].reshape(n, 4)
+    kc[:, 0] = ((meld == AN_KONG) & ~late).sum(-1)
+    kc[:, 1] = ((meld == BU_KONG) & ~late).sum(-1)
+    kc[:, 2] = (meld == MING_KONG).sum(-1)
+    kc[:, 3] = late.sum(-1)
+    o = off["river"]
+    out[o : o + span] = st.river_counts[g][rel].ravel()
+    o = off["river_recent"]
+    for j, s in enumerate(rel):
+        rl = int(st.river_len[g, s])
+        if rl:
+            last = st.river[g, s, max(rl - RECENT, 0) : rl][::-1].astype(np.int64)
+            out[o + (j * RECENT + np.arange(last.size)) * NUM_KINDS + last] = 1
+    phase = int(st.phase[g])
+    turn_seat = int(st.turn_seat[g])
+    if phase == RESPONSE or phase == ROB:
+        t = int(st.tile[g])
+        if t >= 0:
+            out[off["tile"] + t] = 1
+        out[off["tile_from"] + (turn_seat - seat) % n] = 1
+    if phase < 4:
+        out[off["phase"] + phase] = 1
+        out[off["to_act"] + (int(st.actor[g]) - seat) % n] = 1
+    drawn = int(st.drawn[g])
+    if turn_seat == seat and (phase == TURN or phase == BAOTING_DISCARD) and drawn >= 0:
+        out[off["drawn"] + drawn] = 1
+    o = off["turn_flags"]
+    out[o] = st.drew[g]
+    out[o + 1] = st.rep_draw[g]
+    out[o + 2] = st.turn_kong[g].any()
+    o = off["yaoji"]
+    out[o] = int((st.river[g] == YAOJI).sum()) / 4
+    ys = int(st.yaoji_seat[g])
+    if ys >= 0:
+        out[o + 1 + (ys - seat) % n] = 1
+    fate = int(st.yaoji_fate[g])
+    if 1 <= fate <= 3:
+        out[o + 4 + fate] = 1
+    claimer = int(st.yaoji_claimer[g])
+    out[o + 8] = claimer == seat
+    if claimer >= 0:
+        out[off["zeren_claimer"] + (claimer - seat) % n] = 1
+    bt = st.baoting[g][rel]
+    o = off["baoting"]
+    out[o : o + 2 * n : 2] = bt == 1
+    out[o + 1 : o + 2 * n : 2] = bt == 2
+    out[off["pass_lock"]] = st.pass_lock[g, seat]
+    left = max(int(st.back[g]) - int(st.front[g]) + 1, 0)
+    out[off["wall"]] = left / NUM_TILES
+    out[off["wall"] + 1] = left == 0
+    out[off["dealer"] + (int(st.dealer[g]) - seat) % n] = 1
+    out[off["streak"]] = int(st.streak[g]) / 10
+    if scores is not None:
+        o = off["scores"]
+        out[o : o + n] = np.asarray(scores)[g][rel] / 100
+    if hand_no is not None:
+        out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
+    out[off["seats_present"] : off["seats_present"] + n] = 1
+    if own.max() > 4:
+        raise ValueError("tile counts must be 0-4")
+    sh = _shanten_one(own, _suit_index(own)[0])
+    if sh <= 0:
+        o = off["waits"]
+        out[o : o + NUM_KINDS] = _own_waits(own[None], st.meld[g, seat][None], np.array([sh]))[0]
+    out[off["shanten"] + min(max(sh + 1, 0), 7)] = 1
+    return out[None]
+
+
 def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 1) -> np.ndarray:
     """Observations ``[k, OBS_SIZE]`` of seats ``seat`` in games ``g`` (arrays of length k).
 
@@ -249,6 +357,8 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     g = np.asarray(g, dtype=np.int64).reshape(-1)
     seat = np.asarray(seat, dtype=np.int64).reshape(-1)
     k, n = g.size, st.num_players
+    if k == 1:
+        return _encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game)
     out = np.zeros((k, OBS_SIZE), dtype=np.float32)
     flat = out.reshape(-1)
     base = np.arange(k) * OBS_SIZE  # flat offset of each row

@@ -1,0 +1,210 @@
+"""``SingleAgentEnv``: the learner's seat against fixed opponents (zhuoji_env/envs/single.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from test_reference import make_wall
+
+from zhuoji_env import IllegalActionError, SingleAgentEnv, replay
+from zhuoji_env.engine import actions as A
+from zhuoji_env.envs import RandomPolicy
+from zhuoji_env.observation import OBS_SIZE, block
+
+
+def play(env, seed, rng_seed=0, max_steps=10_000):
+    """One episode with random learner actions: (observations, rewards, infos)."""
+    rng = np.random.default_rng(rng_seed)
+    obs, info = env.reset(seed=seed)
+    traj = [(obs, 0.0, info)]
+    for _ in range(max_steps):
+        mask = env.action_masks()
+        assert mask.any() and np.array_equal(mask, info["action_mask"])
+        a = int(rng.choice(np.flatnonzero(mask)))
+        obs, reward, term, trunc, info = env.step(a)
+        assert not trunc
+        traj.append((obs, reward, info))
+        if term:
+            return traj
+    raise AssertionError("episode did not end")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"learner_seat": None, "hands_per_game": 3}, {"rules": "app", "num_players": 3}],
+    ids=["default", "rotating-3-hands", "app-3p"],
+)
+def test_gymnasium_check_env(kw):
+    # check_env steps with unmasked random actions: the penalty mode takes them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(SingleAgentEnv(illegal_action="penalty", **kw))
+        check_env(SingleAgentEnv(illegal_action="penalty", render_mode="ansi", **kw))
+
+
+def test_sb3_check_env():
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sb3_check_env(SingleAgentEnv(illegal_action="penalty"), warn=False)
+
+
+def test_deterministic_with_seed():
+    kw = {"learner_seat": None, "hands_per_game": 3}
+    a = play(SingleAgentEnv(**kw), seed=7)
+    b = play(SingleAgentEnv(**kw), seed=7)
+    assert len(a) == len(b)
+    for (oa, ra, ia), (ob, rb, ib) in zip(a, b, strict=True):
+        assert np.array_equal(oa, ob) and ra == rb
+        assert ia.keys() == ib.keys() and ia.get("hands") == ib.get("hands")
+    c = play(SingleAgentEnv(**kw), seed=8)
+    assert len(c) != len(a) or any(
+        not np.array_equal(x[0], y[0]) for x, y in zip(a, c, strict=True)
+    )
+    # reset() without a seed continues the seeded generator reproducibly
+    e1, e2 = SingleAgentEnv(), SingleAgentEnv()
+    e1.reset(seed=3)
+    e2.reset(seed=3)
+    assert np.array_equal(e1.reset()[0], e2.reset()[0])
+
+
+@pytest.mark.parametrize("seat", [0, 2, None])
+def test_return_is_the_learners_match_score(seat):
+    env = SingleAgentEnv(learner_seat=seat, hands_per_game=3)
+    for seed in range(3):
+        traj = play(env, seed=seed)
+        ret = sum(r for _, r, _ in traj)
+        hands = [h for _, _, info in traj for h in info.get("hands", [])]
+        assert [h["hand_no"] for h in hands] == [1, 2, 3]
+        assert len(env.records) == 3
+        want = sum(rec["result"]["deltas"][h["seat"]] for rec, h in zip(env.records, hands,
+                                                                         strict=True))
+        assert ret == want
+        for rec, h in zip(env.records, hands, strict=True):
+            assert h["hand"] + h["kong"] + h["chicken"] == h["score"]
+            assert replay(rec)["deltas"] == rec["result"]["deltas"]
+            if seat is not None:
+                assert h["seat"] == seat
+        # the observation is the learner's: its own hand is in the hand block
+        obs = traj[-1][0]
+        assert obs.shape == (OBS_SIZE,) and obs.dtype == np.float32
+
+
+def test_opponent_protocols():
+    calls = {"dict": 0, "act": 0}
+
+    def first_legal(obs_dict):
+        calls["dict"] += 1
+        assert obs_dict["observation"].shape == (OBS_SIZE,)
+        return int(np.flatnonzero(obs_dict["action_mask"])[0])
+
+    class Last:
+        def act(self, obs, mask):
+            calls["act"] += 1
+            assert mask.dtype == bool and obs.shape == (OBS_SIZE,)
+            return int(np.flatnonzero(mask)[-1])
+
+    env = SingleAgentEnv(opponents=[first_legal, Last(), RandomPolicy()])
+    play(env, seed=0)
+    assert calls["dict"] > 0 and calls["act"] > 0
+    play(SingleAgentEnv(opponents=first_legal), seed=1)
+    with pytest.raises(TypeError):
+        SingleAgentEnv(opponents=[first_legal])
+
+    def cheat(obs_dict):
+        return int(np.flatnonzero(obs_dict["action_mask"] == 0)[0])
+
+    with pytest.raises(IllegalActionError, match="opponent player_1"):
+        SingleAgentEnv(opponents=cheat).reset(seed=0, options={"dealer": 1, "wall": _wall()})
+
+
+def _wall():
+    return make_wall(
+        1,
+        {
+            1: "1m2m3m4m5m6m7m8m9m2p3p4p7p5m",
+            2: "1p1p1p2s2s2s3s3s3s4s4s4s5m",
+            3: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
+            0: "1m1m2m2m3m3m4m6m7m8m5p5p5p",
+        },
+    )
+
+
+def test_illegal_learner_action():
+    env = SingleAgentEnv()
+    obs, info = env.reset(seed=1)
+    mask = env.action_masks()
+    bad = int(np.flatnonzero(~mask)[0])
+    with pytest.raises(IllegalActionError) as err:
+        env.step(bad)
+    assert "seat 0" in str(err.value) and A.describe(bad) in str(err.value)
+    env.step(int(np.flatnonzero(mask)[0]))  # unchanged, goes on
+    pen = SingleAgentEnv(illegal_action="penalty", rules="classic")
+    pen.reset(seed=1)
+    _, reward, term, trunc, info = pen.step(bad)
+    assert reward == -100.0 and term and not trunc and info["illegal_action"] == bad
+    with pytest.raises(RuntimeError):
+        pen.step(0)
+
+
+def test_hands_before_the_first_decision_are_paid_at_the_first_step():
+    """A dealer's 天胡 before the learner (seat 1) ever decides."""
+    hands = {
+        0: "1m1m1m2m2m2m3m3m3m4m4m4m5m5m",
+        1: "1p1p1p2s2s2s3s3s3s4s4s4s7p",
+        2: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
+        3: "5m6m7m8m9m9m9m6m7m8m5p5p5p",
+    }
+    wall = make_wall(0, hands)
+
+    def greedy(obs_dict):
+        mask = obs_dict["action_mask"]
+        return A.HU if mask[A.HU] else int(np.flatnonzero(mask)[0])
+
+    env = SingleAgentEnv(learner_seat=1, opponents=greedy, hands_per_game=2)
+    obs, info = env.reset(seed=0, options={"wall": wall, "dealer": 0})
+    assert info["skipped_matches"] == 0 and len(env.records) == 1
+    first = env.records[0]["result"]
+    assert first["end"] == "zimo" and first["winners"] == [0]
+    assert block(obs, "hand_no")[0] == 0.5
+    mask = env.action_masks()
+    _, reward, _, _, info = env.step(int(np.flatnonzero(mask)[0]))
+    paid = first["deltas"][1] + sum(h["score"] for h in info["hands"][1:])
+    assert reward == paid and info["hands"][0]["hand_no"] == 1
+    # with one hand per match, a match without a learner decision is skipped
+    env1 = SingleAgentEnv(learner_seat=1, opponents=greedy)
+    _, info = env1.reset(seed=0, options={"wall": wall, "dealer": 0})
+    assert info["skipped_matches"] == 1 and env1.action_masks().any()
+
+
+def test_render_from_the_learners_seat():
+    env = SingleAgentEnv(learner_seat=2, render_mode="ansi", tile_style="unicode")
+    env.reset(seed=0)
+    text = env.render()
+    assert "player_2 [" in text and "you" in text
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Small networks train fastest on one thread (and far faster on a busy machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_maskable_ppo_smoke(one_torch_thread):
+    from sb3_contrib import MaskablePPO
+
+    env = SingleAgentEnv(hands_per_game=2)
+    model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0)
+    model.learn(total_timesteps=256)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert env.action_masks()[int(action)]

@@ -1,0 +1,252 @@
+"""Vector environments: ``SelfPlayVecEnv`` (per-seat credit) and ``SB3VecEnv`` (envs/vector.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from test_env_aec import CREDIT_PLAN, CREDIT_WALL
+
+from zhuoji_env import IllegalActionError, SelfPlayVecEnv
+from zhuoji_env.engine import actions as A
+from zhuoji_env.envs import seat_gae
+from zhuoji_env.observation import OBS_SIZE, block, encode
+
+
+# --------------------------------------------------------------------------- SelfPlayVecEnv
+def test_selfplay_shapes_and_observations():
+    env = SelfPlayVecEnv(8, seed=0, num_players=3)
+    obs, masks, seats = env.reset(seed=0)
+    assert obs.shape == (8, OBS_SIZE) and obs.dtype == np.float32
+    assert masks.shape == (8, A.NUM_ACTIONS) and masks.dtype == bool
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        g = env.game
+        assert np.array_equal(seats, g.actor)
+        assert np.array_equal(obs, encode(g.state, np.arange(8), seats, g.scores, g.hand_no, 1))
+        assert np.array_equal(masks, g.mask) and masks.any(1).all()
+        assert (block(obs, "to_act")[:, 0] == 1).all()  # the decider is always slot 0
+        obs, masks, seats, rewards, dones, infos = env.step(env.random_actions(rng))
+        assert rewards.shape == (8, 3) and dones.shape == (8,)
+        assert (rewards[~dones] == 0).all() and (rewards.sum(1) == 0).all()
+
+
+def test_credit_goes_to_each_seats_own_last_decision():
+    """Seat 0 feeds seat 1's win: the feeding discard carries the loss, the win the gain."""
+    env = SelfPlayVecEnv(2, seed=0)
+    obs, masks, seats = env.reset(options={"walls": [CREDIT_WALL] * 2, "dealers": [0, 0]})
+    finished = []
+    for step_id, (seat, a) in enumerate(CREDIT_PLAN):
+        assert list(seats) == [seat, seat]
+        obs, masks, seats, rewards, dones, infos = env.step(np.array([a, a]))
+        assert infos["step_id"] == step_id
+        tr = infos["transitions"]
+        finished += [
+            (int(g), int(s), int(t), float(r), bool(d))
+            for g, s, t, r, d in zip(tr.game, tr.seat, tr.step_id, tr.reward, tr.done, strict=True)
+            if g == 0
+        ]
+    assert dones.all() and infos["match_over"].all()
+    score = rewards[0]
+    assert score[0] < 0 < score[1] and score.sum() == 0
+    by_step = {t: (s, r, d) for _, s, t, r, d in finished}
+    assert by_step == {
+        0: (0, 0.0, False),  # seat 0's first discard: superseded by its next decision
+        1: (1, 0.0, False),
+        2: (2, score[2], True),
+        3: (3, score[3], True),
+        4: (0, score[0], True),  # the discard seat 1 won on: seat 0's loss
+        5: (1, score[1], True),  # the win: seat 1's gain
+    }
+    # emitted when known: step 0 at step 4, the rest at the end of the hand
+    assert [t for *_, t, _, _ in finished][:1] == [0]
+
+
+def test_every_decision_is_finished_exactly_once():
+    b, steps = 16, 400
+    env = SelfPlayVecEnv(b, seed=3, hands_per_game=2)
+    obs, masks, seats = env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    decided = {}
+    seen = set()
+    hand_totals = defaultdict(float)
+    credited = defaultdict(float)
+    for t in range(steps):
+        for g in range(b):
+            decided[(g, t)] = int(seats[g])
+        obs, masks, seats, rewards, dones, infos = env.step(env.random_actions(rng))
+        tr = infos["transitions"]
+        for g, s, sid, r, d in zip(tr.game, tr.seat, tr.step_id, tr.reward, tr.done, strict=True):
+            key = (int(g), int(sid))
+            assert key not in seen and decided[key] == s
+            seen.add(key)
+            credited[int(g)] += r
+            assert d or r == 0
+        for g in np.flatnonzero(dones):
+            # the seats that decided in the hand get exactly their scores
+            deciders = set(tr.seat[(tr.game == g) & tr.done])
+            hand_totals[int(g)] += sum(rewards[g, s] for s in deciders)
+    pending = {(g, int(t)) for g, row in enumerate(env._pending) for t in row if t >= 0}
+    assert seen | pending == set(decided) and not seen & pending
+    assert dict(credited) == pytest.approx(dict(hand_totals))
+
+
+def reference_gae(seats, values, rewards, dones, finished, gamma, lam):
+    """Per-trajectory GAE with explicit lists (the definition)."""
+    T, B = seats.shape
+    adv = np.zeros((T, B))
+    for g in range(B):
+        for s in set(seats[:, g]):
+            ts = [t for t in range(T) if seats[t, g] == s]
+            a_next = 0.0
+            for j in range(len(ts) - 1, -1, -1):
+                t = ts[j]
+                if not finished[t, g]:
+                    a_next = 0.0
+                    continue
+                if dones[t, g]:
+                    v_next, chain = 0.0, 0.0
+                else:
+                    nxt = ts[j + 1]
+                    v_next = values[nxt, g]
+                    chain = a_next if finished[nxt, g] else 0.0
+                adv[t, g] = rewards[t, g] + gamma * v_next - values[t, g] + gamma * lam * chain
+                a_next = adv[t, g]
+    return adv
+
+
+def test_seat_gae_matches_the_per_trajectory_definition():
+    T, b = 120, 6
+    env = SelfPlayVecEnv(b, seed=4)
+    _, _, seats = env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    S = np.zeros((T, b), np.int64)
+    R = np.zeros((T, b), np.float32)
+    D = np.zeros((T, b), bool)
+    F = np.zeros((T, b), bool)
+    for t in range(T):
+        S[t] = seats
+        _, _, seats, _, _, infos = env.step(env.random_actions(rng))
+        infos["transitions"].fill(R, D, F, start=0)
+    V = rng.normal(size=(T, b))
+    adv, ret, valid = seat_gae(S, V, R, D, F, gamma=0.99, lam=0.9)
+    want = reference_gae(S, V, R, D, F, 0.99, 0.9)
+    assert np.array_equal(valid, F) and F.mean() > 0.8 and D.any()
+    assert np.allclose(adv, want, atol=1e-5)
+    assert np.allclose(ret[valid], (want + V)[valid], atol=1e-5)
+
+
+def test_selfplay_illegal_action_raises():
+    env = SelfPlayVecEnv(4, seed=0)
+    _, masks, _ = env.reset(seed=0)
+    acts = masks.argmax(1)
+    acts[2] = int(np.flatnonzero(~masks[2])[0])
+    with pytest.raises(IllegalActionError, match="game 2"):
+        env.step(acts)
+    acts[2] = masks[2].argmax()
+    env.step(acts)
+
+
+# --------------------------------------------------------------------------- SB3VecEnv
+def _sb3(**kw):
+    from zhuoji_env.envs.vector import SB3VecEnv
+
+    return SB3VecEnv(**kw)
+
+
+def test_sb3_vec_env_terminal_observation_and_credit():
+    env = _sb3(num_envs=6, seed=1, hands_per_game=2, learner_seat=2)
+    obs = env.reset()
+    assert obs.shape == (6, OBS_SIZE)
+    rng = np.random.default_rng(1)
+    dones_seen = 0
+    for _ in range(200):
+        masks = np.stack(env.env_method("action_masks"))
+        assert masks.shape == (6, A.NUM_ACTIONS) and masks.any(1).all()
+        assert (env.game.actor == 2).all()
+        before = env._ep_ret.copy()
+        obs, rewards, dones, infos = env.step((rng.random(masks.shape) * masks).argmax(1))
+        # the learner's running return is its seat's match score (carry: paid next step)
+        g = env.game
+        assert np.allclose(env._ep_ret + env._carry, g.scores[:, 2])
+        for i in np.flatnonzero(dones):
+            dones_seen += 1
+            info = infos[i]
+            term = info["terminal_observation"]
+            assert term.shape == (OBS_SIZE,) and env.observation_space.contains(term)
+            assert block(term, "phase").sum() == 0  # the finished hand: no decision pending
+            assert block(term, "hand_no")[0] == 1.0
+            assert info["episode"]["r"] == before[i] + rewards[i]
+            assert not np.array_equal(term, obs[i])
+        assert all("terminal_observation" not in infos[i] for i in np.flatnonzero(~dones))
+    assert dones_seen > 3
+
+
+def test_sb3_vec_env_seeding():
+    def run(seed):
+        env = _sb3(num_envs=3, learner_seat=None)
+        env.seed(seed)
+        out = [env.reset()]
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            m = env.action_masks()
+            o, r, d, _ = env.step((rng.random(m.shape) * m).argmax(1))
+            out += [o, r, d]
+        return out
+
+    a, b, c = run(5), run(5), run(6)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=True))
+
+
+def test_sb3_vec_env_api_and_illegal_action():
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    env = _sb3(num_envs=3, seed=0)
+    env.reset()
+    assert is_masking_supported(env)
+    assert get_action_masks(env).shape == (3, A.NUM_ACTIONS)
+    assert env.get_attr("learner_seat") == [0, 0, 0]
+    assert env.env_is_wrapped(object) == [False] * 3
+    assert "player_0" in env.render(mode="ansi")
+    masks = env.action_masks()
+    acts = masks.argmax(1)
+    acts[1] = int(np.flatnonzero(~masks[1])[0])
+    with pytest.raises(IllegalActionError, match="env 1"):
+        env.step(acts)
+
+
+def test_sb3_vec_env_batched_opponent():
+    calls = []
+
+    def first_legal(obs, mask):
+        calls.append(obs.shape[0])
+        assert obs.shape == (mask.shape[0], OBS_SIZE)
+        return mask.argmax(1)
+
+    env = _sb3(num_envs=4, seed=2, opponent=first_legal)
+    env.reset()
+    for _ in range(20):
+        env.step(env.action_masks().argmax(1))
+    assert calls and max(calls) <= 4
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Small networks train fastest on one thread (and far faster on a busy machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_maskable_ppo_smoke_on_sb3_vec_env(one_torch_thread):
+    from sb3_contrib import MaskablePPO
+
+    env = _sb3(num_envs=4, seed=0, hands_per_game=2, learner_seat=None)
+    model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(total_timesteps=512)
+    assert model.num_timesteps >= 512

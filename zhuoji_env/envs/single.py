@@ -1,0 +1,341 @@
+"""``SingleAgentEnv``: a Gymnasium environment where a learner holds one seat of a Zhuoji match.
+
+The other seats are played by fixed opponent policies, so the game is an ordinary single-agent
+MDP from the learner's point of view: Stable-Baselines3 (``MaskablePPO`` of ``sb3-contrib``),
+Gymnasium wrappers and vector environments apply directly.
+
+Construction
+    ``SingleAgentEnv(rules="guiyang", learner_seat=0, opponents=None, render_mode=None,
+    illegal_action="raise", illegal_reward=None, render_all=False, tile_style="code",
+    **switches)``
+
+    - ``rules`` and ``switches``: as for :func:`zhuoji_env.env` (a preset name, a
+      ``{"preset", "overrides"}`` object or a :class:`~zhuoji_env.Rules`, plus any switch of
+      RULES.md 9, e.g. ``hands_per_game=4``).
+    - ``learner_seat``: the seat the learner plays, or ``None``: drawn uniformly for every hand
+      from the environment's generator (the first dealer of a match is random either way, so a
+      fixed seat still meets every position).
+    - ``opponents``: who plays the other seats. ``None`` (default): uniformly random legal
+      actions (:class:`~zhuoji_env.envs.RandomPolicy`), seeded from the environment's seed. One
+      policy: it plays every other seat. A sequence of ``n - 1`` policies: entry ``j - 1`` plays
+      the seat ``j`` places after the learner (下家 first). A policy is either an object with
+      ``act(obs, mask) -> action`` (``obs`` float32 ``[OBS_SIZE]`` of its own seat, ``mask`` bool
+      ``[86]``) or a callable ``f(obs_dict) -> action`` taking the AEC observation
+      ``{"observation": obs, "action_mask": int8 mask}``. A policy with
+      ``needs_observation = False`` gets ``obs=None`` (encoding is skipped). At every ``reset``
+      a policy with a ``seed(int)`` method is reseeded from the environment's generator.
+    - ``illegal_action``: ``"raise"`` (default; an illegal learner action raises
+      :class:`~zhuoji_env.IllegalActionError` naming the seat, the action and the legal
+      actions, and leaves the environment unchanged) or ``"penalty"`` (the episode ends with
+      reward ``illegal_reward``, default ``-10 * u * base_stake`` where ``u`` is the value of a
+      plain hand, as in the AEC environment). An illegal opponent action always raises.
+
+Spaces
+    ``observation_space`` is a flat ``Box(OBS_SIZE,)`` float32: the learner seat's
+    ``zhuoji-obs-v1`` observation (``zhuoji_env.observation``; bounds as in the AEC
+    environment). ``action_space`` is ``Discrete(86)`` (``zhuoji_env.engine.actions``).
+    ``action_masks()`` returns the bool ``[86]`` legal-action mask, the method ``MaskablePPO``
+    looks for; ``info["action_mask"]`` carries it too.
+
+Episodes and rewards
+    An episode is one match of ``hands_per_game`` hands (default 1). ``reset`` deals a match and
+    lets the opponents play until the learner must decide; each ``step`` applies the learner's
+    action, then the opponents' actions until the learner's next decision or the end of the
+    match. The reward of a step is the learner's settlement (RULES.md 7) of every hand that
+    ended during it (0 otherwise); the return of an episode is the learner's match score. A hand
+    that ends before the learner's first decision of the match (it is possible: a 天胡, or a win
+    on the first discards before the learner's turn) is paid in the first step's reward. A match
+    that ends before the learner has any decision at all is skipped: another is dealt (counted
+    in the reset info's ``"skipped_matches"``). There is no truncation.
+
+    ``info`` of a step holds ``"seat"`` (the learner's seat now), ``"action_mask"``, and, when
+    hands ended, ``"hands"``: one dict per hand with ``"hand_no"``, ``"seat"`` (the learner's
+    seat in it), ``"score"``, its ``"hand"``/``"kong"``/``"chicken"`` parts and the full
+    ``"result"`` (RULES.md 10). Every record of the match is in ``env.records``.
+
+Determinism
+    ``reset(seed=s)`` fixes everything that follows: the walls and dealers, the learner's seats,
+    and the default opponents' choices. ``reset()`` without a seed continues the generator.
+    ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall.
+
+Rendering
+    ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
+    :func:`zhuoji_env.envs.aec.render_table` seen from the learner's seat.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import core
+from zhuoji_env.engine.core import IllegalActionError
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.envs.aec import (
+    RandomPolicy,
+    illegal_message,
+    observation_box,
+    render_table,
+    score_parts,
+)
+from zhuoji_env.observation import encode
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_TILES, parse_tiles
+
+__all__ = ["SingleAgentEnv", "call_policy"]
+
+
+def call_policy(policy, obs: np.ndarray | None, mask: np.ndarray) -> int:
+    """One action of ``policy`` (an ``act(obs, mask)`` object or an ``f(obs_dict)`` callable)."""
+    if hasattr(policy, "act"):
+        a = policy.act(obs, mask)
+    else:
+        a = policy({"observation": obs, "action_mask": mask.astype(np.int8)})
+    return int(np.asarray(a).reshape(()))
+
+
+class SingleAgentEnv(gymnasium.Env):
+    """A learner's seat against fixed opponents; see the module documentation."""
+
+    metadata = {"render_modes": ["human", "ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        rules: str | Mapping | Rules | None = "guiyang",
+        learner_seat: int | None = 0,
+        opponents: Any = None,
+        render_mode: str | None = None,
+        illegal_action: str = "raise",
+        illegal_reward: float | None = None,
+        render_all: bool = False,
+        tile_style: str = "code",
+        **switches: Any,
+    ):
+        super().__init__()
+        self.rules = Rules.make(rules, **switches)
+        n = self.rules.num_players
+        if learner_seat is not None and (
+            isinstance(learner_seat, bool)
+            or not isinstance(learner_seat, (int, np.integer))
+            or not 0 <= learner_seat < n
+        ):
+            raise ValueError(f"learner_seat must be a seat 0-{n - 1} or None, got {learner_seat!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
+        if illegal_action not in ("raise", "penalty"):
+            raise ValueError(f"illegal_action must be 'raise' or 'penalty', got {illegal_action!r}")
+        if tile_style not in ("code", "unicode"):
+            raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
+        self.learner_seat = None if learner_seat is None else int(learner_seat)
+        self.opponents = self._opponent_list(opponents, n)
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        if illegal_reward is None:
+            illegal_reward = -10 * self.rules.pattern_table["pinghu"] * self.rules.base_stake
+        self.illegal_reward = float(illegal_reward)
+        self.render_all = render_all
+        self.tile_style = tile_style
+        self.observation_space = observation_box(self.rules)
+        self.action_space = spaces.Discrete(A.NUM_ACTIONS)
+        self.game: BatchGame | None = None
+        self.records: list[dict[str, Any]] = []
+        self.seat = 0
+        self._done = True
+        self._hands: list[dict[str, Any]] = []
+        self._carry = 0.0
+        self._last_result: dict[str, Any] | None = None
+
+    @staticmethod
+    def _opponent_list(opponents, n: int) -> list:
+        if opponents is None:
+            return [RandomPolicy() for _ in range(n - 1)]
+        if callable(opponents) or hasattr(opponents, "act"):
+            return [opponents] * (n - 1)
+        if isinstance(opponents, Sequence) and len(opponents) == n - 1:
+            for p in opponents:
+                if not (callable(p) or hasattr(p, "act")):
+                    raise TypeError(f"an opponent must be callable or have act(), got {p!r}")
+            return list(opponents)
+        raise TypeError(
+            f"opponents must be None, one policy, or a sequence of {n - 1} policies "
+            f"(callables f(obs_dict) or objects with act(obs, mask))"
+        )
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        rng = self.np_random
+        seen = set()
+        for p in self.opponents:
+            if id(p) not in seen and callable(getattr(p, "seed", None)):
+                p.seed(int(rng.integers(2**63)))
+            seen.add(id(p))
+        self._seat_rng = np.random.default_rng(int(rng.integers(2**63)))
+        options = options or {}
+        skipped = 0
+        while True:
+            match_seed = int(rng.integers(2**63))
+            if self.game is None:
+                self.game = BatchGame(
+                    self.rules, 1, seed=match_seed, auto_reset=False, keep_records=True
+                )
+            else:
+                self.game.reset(match_seed)
+            if "wall" in options and skipped == 0:
+                wall = options["wall"]
+                if isinstance(wall, str) or (len(wall) and isinstance(wall[0], str)):
+                    wall = parse_tiles(wall)
+                wall = np.asarray(wall, dtype=np.int8).reshape(1, NUM_TILES)
+                self.game.state = core.deal(self.rules, wall, int(options.get("dealer", 0)), 0)
+            self.records = []
+            self._hands = []
+            self._last_result = None
+            self._draw_seat()
+            self._carry, over = self._advance()
+            if not over:
+                break
+            skipped += 1
+        self._done = False
+        info = {"seat": self.seat, "action_mask": self.action_masks(), "skipped_matches": skipped}
+        return self._obs(), info
+
+    def _draw_seat(self) -> None:
+        if self.learner_seat is None:
+            self.seat = int(self._seat_rng.integers(self.rules.num_players))
+        else:
+            self.seat = self.learner_seat
+
+    # ------------------------------------------------------------------ playing
+    def _apply(self, action: int) -> float:
+        """Step the game; the learner's score if a hand ended."""
+        g = self.game
+        out = g.step(np.array([action]))
+        if not out.hand_over[0]:
+            return 0.0
+        rec = out.records[0][1]
+        self.records.append(rec)
+        result = rec["result"]
+        self._last_result = result
+        score = int(out.rewards[0, self.seat])
+        self._hands.append(
+            {
+                "hand_no": len(self.records),
+                "seat": self.seat,
+                "score": score,
+                **score_parts(result, self.seat),
+                "result": copy.deepcopy(result),
+            }
+        )
+        if not out.match_over[0]:
+            self._draw_seat()
+        return float(score)
+
+    def _advance(self) -> tuple[float, bool]:
+        """Opponents play until the learner must decide; (reward, match over)."""
+        g = self.game
+        n = self.rules.num_players
+        reward = 0.0
+        while not g.over[0]:
+            actor = int(g.actor[0])
+            if actor == self.seat:
+                return reward, False
+            policy = self.opponents[(actor - self.seat) % n - 1]
+            mask = g.mask[0].copy()
+            obs = None
+            if getattr(policy, "needs_observation", True):
+                obs = self._obs(actor)
+            a = call_policy(policy, obs, mask)
+            if not (0 <= a < A.NUM_ACTIONS and mask[a]):
+                raise IllegalActionError(
+                    illegal_message(f"opponent player_{actor} (seat {actor})", g.state, 0, a)
+                )
+            reward += self._apply(a)
+        return reward, True
+
+    def step(self, action):
+        if self._done:
+            raise RuntimeError("the episode is over: call reset()")
+        g = self.game
+        try:
+            a = int(np.asarray(action).reshape(()))
+        except (TypeError, ValueError):
+            a = -1
+        if not (0 <= a < A.NUM_ACTIONS and g.mask[0, a]):
+            msg = illegal_message(f"learner (seat {self.seat})", g.state, 0, action)
+            if self.illegal_action == "raise":
+                raise IllegalActionError(msg)
+            self._done = True
+            info = {
+                "seat": self.seat,
+                "action_mask": np.zeros(A.NUM_ACTIONS, dtype=bool),
+                "illegal_action": a,
+                "legal_actions": [int(x) for x in np.flatnonzero(g.mask[0])],
+                "message": msg,
+            }
+            return self._obs(), self.illegal_reward, True, False, info
+        reward = self._carry + self._apply(a)
+        self._carry = 0.0
+        more, over = self._advance()
+        reward += more
+        self._done = over
+        info: dict[str, Any] = {"seat": self.seat, "action_mask": self.action_masks()}
+        if self._hands:
+            info["hands"] = self._hands
+        self._hands = []
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(), float(reward), over, False, info
+
+    # ------------------------------------------------------------------ views
+    def _obs(self, seat: int | None = None) -> np.ndarray:
+        g = self.game
+        s = self.seat if seat is None else seat
+        return encode(
+            g.state, np.zeros(1, np.int64), np.array([s]), g.scores, g.hand_no,
+            self.rules.hands_per_game,
+        )[0]
+
+    def action_masks(self) -> np.ndarray:
+        """bool ``[86]``: the learner's legal actions (all false once the match is over)."""
+        g = self.game
+        if g is None or g.over[0] or int(g.actor[0]) != self.seat:
+            return np.zeros(A.NUM_ACTIONS, dtype=bool)
+        return g.mask[0].copy()
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn(
+                "You are calling render method without specifying any render mode."
+            )
+            return None
+        text = self.render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def render_text(self, reveal: bool | None = None) -> str:
+        """The table seen from the learner's seat, whatever ``render_mode`` is."""
+        if self.game is None:
+            raise RuntimeError("call reset() before rendering")
+        g = self.game
+        return render_table(
+            self.rules,
+            g.state,
+            0,
+            scores=g.scores[0],
+            hand_no=int(g.hand_no[0]),
+            viewer=self.seat,
+            reveal=self.render_all if reveal is None else reveal,
+            tile_style=self.tile_style,
+            last_result=self._last_result,
+        )
