@@ -133,7 +133,6 @@ PAIR_CODE: np.ndarray = _T["pair_code"]
 SUIT_REM: np.ndarray = _T["rem"]
 """``[5**9]`` uint8: the suit's tile count mod 3."""
 _SHIFTS = np.arange(NUM_KINDS, dtype=np.uint32)
-_BITS = (1 << np.arange(9)).astype(np.uint16)
 _POW5_BLOCK = np.zeros((NUM_KINDS, 3), dtype=np.float32)
 for _s in range(3):
     _POW5_BLOCK[9 * _s : 9 * _s + 9, _s] = _POW5
@@ -221,30 +220,50 @@ def shanten(concealed, seven_pairs: bool = True) -> np.ndarray:
     n = c.sum(-1)
     if np.any(n % 3 == 0) or np.any(n > 14):
         raise ValueError("shanten needs 3k+1 or 3k+2 concealed tiles, at most 14")
-    d = DIST[suit_index(c)].astype(np.int16)  # [..., 3, 5, 2]
-    k = n // 3
-    # min-plus convolution of suits 0 and 1 over (m, p), then close with suit 2.
-    pair01 = np.full(d.shape[:-3] + (5, 2), _INF, dtype=np.int16)
-    for m0 in range(5):
-        for m1 in range(5 - m0):
-            for p0 in range(2):
-                for p1 in range(2 - p0):
-                    cur = d[..., 0, m0, p0] + d[..., 1, m1, p1]
-                    pair01[..., m0 + m1, p0 + p1] = np.minimum(pair01[..., m0 + m1, p0 + p1], cur)
-    best = np.full(n.shape, _INF, dtype=np.int16)
-    for m01 in range(5):
-        m2 = k - m01
-        valid = (m2 >= 0) & (m2 <= 4)
-        m2c = np.clip(m2, 0, 4)
-        for p01 in range(2):
-            d2 = np.take_along_axis(d[..., 2, :, 1 - p01], m2c[..., None], -1)[..., 0]
-            cur = np.where(valid, pair01[..., m01, p01] + d2, _INF)
-            best = np.minimum(best, cur)
-    out = best - 1
+    flat = c.reshape(-1, NUM_KINDS)
+    m = flat.shape[0]
+    d = DIST[suit_index(flat)].astype(np.int16).reshape(m, 3, 10)  # [m, suit, (sets, pair)]
+    inf = np.full((m, 1), _INF, dtype=np.int16)
+    # min-plus convolution of suits 0 and 1 over (sets, pair), then close with suit 2
+    combos = np.concatenate([(d[:, 0, :, None] + d[:, 1, None, :]).reshape(m, 100), inf], 1)
+    pair01 = combos[:, _PAIR01].min(-1)  # [m, 10]
+    d2 = np.concatenate([d[:, 2], inf], 1)
+    nf = n.reshape(-1)
+    best = (pair01 + np.take_along_axis(d2, _LAST[np.minimum(nf // 3, 4)], 1)).min(-1)
+    out = np.minimum(best, _INF) - 1
     if seven_pairs:
-        pairs = (c // 2).sum(-1)
-        out = np.where(n >= 13, np.minimum(out, 6 - pairs), out)
-    return out.astype(np.int8)
+        out = np.where(nf >= 13, np.minimum(out, 6 - (flat // 2).sum(-1)), out)
+    return out.astype(np.int8).reshape(n.shape)
+
+
+def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
+    """Gather indices of the suit convolution in :func:`shanten`.
+
+    ``_PAIR01[m * 2 + p]`` lists the (suit 0, suit 1) combinations ``(m0, p0, m1, p1)``, as
+    flat indices into their 100 sums plus an INF column (100), with ``m0 + m1 = m`` and
+    ``p0 + p1 = p``; ``_LAST[k, m * 2 + p]`` is the column of suit 2's distances (10: INF) that
+    completes k sets and one pair.
+    """
+    groups: dict[tuple[int, int], list[int]] = {(m, p): [] for m in range(5) for p in range(2)}
+    for m0 in range(5):
+        for p0 in range(2):
+            for m1 in range(5 - m0):
+                for p1 in range(2 - p0):
+                    groups[(m0 + m1, p0 + p1)].append(((m0 * 2 + p0) * 5 + m1) * 2 + p1)
+    width = max(len(v) for v in groups.values())
+    pair01 = np.full((10, width), 100, dtype=np.int64)
+    for (m, p), combos in groups.items():
+        pair01[m * 2 + p, : len(combos)] = combos
+    last = np.full((5, 10), 10, dtype=np.int64)
+    for k in range(5):
+        for m01 in range(5):
+            for p01 in range(2):
+                if 0 <= k - m01 <= 4:
+                    last[k, m01 * 2 + p01] = (k - m01) * 2 + (1 - p01)
+    return pair01, last
+
+
+_PAIR01, _LAST = _shanten_gathers()
 
 
 # --------------------------------------------------------------------------- patterns

@@ -39,6 +39,10 @@ seats_present       4         1 for each seat in play (3 or 4 players)
 waits               27        kinds that would complete the observer's hand (3k+1 tiles),
                               or kinds whose discard leaves it ready (3k+2 tiles)
 shanten             8         one-hot shanten -1..6+ of the observer's hand (seven pairs on)
+discard_shanten     27        with 3k+2 tiles: (shanten after discarding the kind + 1) / 8 for
+                              each kind held, else 0
+best_discard        27        with 3k+2 tiles: 1 for the kinds whose discard leaves the least
+                              shanten
 =================== ========= ==============================================================
 
 ``encode_state`` (for centralised critics and oracle guiding) is seat 0's observation, so its
@@ -96,6 +100,8 @@ LAYOUT: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("seats_present", (SEATS,)),
     ("waits", (27,)),
     ("shanten", (8,)),
+    ("discard_shanten", (27,)),
+    ("best_discard", (27,)),
 )
 STATE_EXTRA: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("all_hands", (SEATS, 27)),
@@ -129,103 +135,9 @@ def block(obs: np.ndarray, name: str) -> np.ndarray:
     return obs[..., sl].reshape(obs.shape[:-1] + shape)
 
 
-_KIND_POW5 = np.tile(hands._POW5, 3).astype(np.int32)
-"""Base-5 weight of each kind within its suit's index (``hands.suit_index``)."""
 _SLOTS = np.arange(SEATS)
 _SHANTEN_ONEHOT = np.eye(8, dtype=np.float32)
 _OFF = {name: sl.start for name, sl in SLICES.items()}
-
-
-def _suit_index(c: np.ndarray) -> np.ndarray:
-    """``hands.suit_index`` of counts ``[m,27]`` known to be 0-4: ``[m,3]`` int32."""
-    return c.reshape(-1, 3, 9).astype(np.int32) @ hands._POW5
-
-
-def _shanten_tables():
-    """Gather indices for a vectorised ``hands.shanten`` (min-plus convolution over suits)."""
-    inf_col = 100  # index of an INF column appended to the 100 (m0, p0, m1, p1) combinations
-    groups: dict[tuple[int, int], list[int]] = {(m, p): [] for m in range(5) for p in range(2)}
-    for m0 in range(5):
-        for p0 in range(2):
-            for m1 in range(5):
-                for p1 in range(2):
-                    if m0 + m1 <= 4 and p0 + p1 <= 1:
-                        groups[(m0 + m1, p0 + p1)].append(((m0 * 2 + p0) * 5 + m1) * 2 + p1)
-    width = max(len(v) for v in groups.values())
-    pair01 = np.full((10, width), inf_col, dtype=np.int64)
-    for (m, p), combos in groups.items():
-        pair01[m * 2 + p, : len(combos)] = combos
-    # final step: for k sets in all, pair01[m01, p01] + suit 2's dist[k - m01, 1 - p01]
-    last = np.full((5, 10), 10, dtype=np.int64)  # 10: an INF column appended to suit 2's dist
-    for k in range(5):
-        for m01 in range(5):
-            for p01 in range(2):
-                if 0 <= k - m01 <= 4:
-                    last[k, m01 * 2 + p01] = (k - m01) * 2 + (1 - p01)
-    return pair01, last
-
-
-_PAIR01, _LAST = _shanten_tables()
-
-
-def _shanten(c: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``hands.shanten(c)`` (seven pairs on) of hands ``c`` ``[m,27]`` with suit indices ``idx``."""
-    m = c.shape[0]
-    d = hands.DIST[idx].astype(np.int16).reshape(m, 3, 10)  # [m, suit, (sets, pair)]
-    inf = np.full((m, 1), hands._INF, dtype=np.int16)
-    combos = (d[:, 0, :, None] + d[:, 1, None, :]).reshape(m, 100)
-    pair01 = np.concatenate([combos, inf], 1)[:, _PAIR01].min(-1)  # [m, 10]
-    n = c.sum(-1)
-    d2 = np.concatenate([d[:, 2], inf], 1)
-    cur = pair01 + np.take_along_axis(d2, _LAST[np.minimum(n // 3, 4)], 1)
-    out = np.minimum(cur.min(-1), hands._INF) - 1
-    pairs = (c // 2).sum(-1)
-    out = np.where(n >= 13, np.minimum(out, 6 - pairs), out)
-    return out.astype(np.int8)
-
-
-def _shanten_one(c: np.ndarray, idx: np.ndarray) -> int:
-    """``_shanten`` of one hand with Python scalars (fewer array calls for a single hand)."""
-    d0, d1, d2 = hands.DIST[idx].tolist()  # [suit][sets][pair]
-    inf = hands._INF
-    pair01 = [[inf, inf] for _ in range(5)]
-    for m0 in range(5):
-        a0, a1 = d0[m0]
-        for m1 in range(5 - m0):
-            b0, b1 = d1[m1]
-            row = pair01[m0 + m1]
-            row[0] = min(row[0], a0 + b0)
-            row[1] = min(row[1], a0 + b1, a1 + b0)
-    n = int(c.sum())
-    k = min(n // 3, 4)
-    best = inf
-    for m01 in range(max(k - 4, 0), k + 1):
-        m2 = k - m01
-        best = min(best, pair01[m01][0] + d2[m2][1], pair01[m01][1] + d2[m2][0])
-    out = best - 1
-    if n >= 13:
-        out = min(out, 6 - int((c // 2).sum()))
-    return out
-
-
-def _waits_of(idx: np.ndarray, c: np.ndarray, melds: np.ndarray) -> np.ndarray:
-    """``hands.waits(c, melds)`` of 3k+1 hands ``c`` ``[m,27]`` with suit indices ``idx``."""
-    rem = hands.SUIT_REM[idx]
-    code = hands.WIN_CODE[idx]
-    ok0 = code == 1
-    ok2 = code == 4
-    w = (hands.SUIT_WAITS[idx][..., None] & hands._BITS).astype(bool)  # [m,3,9]
-    out = np.empty(c.shape, dtype=bool)
-    for s in range(3):
-        a, b = (o for o in range(3) if o != s)
-        both_sets = ok0[:, a] & ok0[:, b]
-        one_pair = (ok0[:, a] & ok2[:, b]) | (ok2[:, a] & ok0[:, b])
-        ok = ((rem[:, s] == 1) & both_sets) | ((rem[:, s] == 2) & one_pair)
-        out[:, 9 * s : 9 * s + 9] = w[:, s, :] & ok[:, None]
-    odd = (c % 2) == 1
-    seven = (c.sum(-1) == 13) & (odd.sum(-1) == 1) & (melds == 0)
-    out |= seven[:, None] & odd
-    return out
 
 
 def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
@@ -236,31 +148,41 @@ def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
     5.2). Only hands of shanten <= 0 can have either (a wait or a ready discard means a complete
     hand one tile away), so only those are evaluated.
     """
-    k = own.shape[0]
-    w = np.zeros((k, NUM_KINDS), dtype=bool)
+    w = np.zeros(own.shape, dtype=bool)
     cand = np.flatnonzero(sh <= 0)
     if not cand.size:
         return w
     c = own[cand]
-    mc = m[cand]
-    mt = meld_tiles(mc)
-    nm = (mc > 0).sum(-1)
-    size = c.sum(-1)
-    one = size % 3 == 1
+    mt = meld_tiles(m[cand])
+    nm = (m[cand] > 0).sum(-1)
+    one = c.sum(-1) % 3 == 1
     if one.any():
-        c1 = c[one]
-        w[cand[one]] = _waits_of(_suit_index(c1), c1, nm[one]) & (c1 + mt[one] < 4)
-    two = np.flatnonzero(size % 3 == 2)
-    if two.size:
-        c2 = c[two]
-        r, t = np.nonzero(c2 > 0)  # each (hand, held kind): discard t
-        after = c2[r].copy()
+        w[cand[one]] = hands.waits(c[one], nm[one]) & (c[one] + mt[one] < 4)
+    r, t = np.nonzero(c * ~one[:, None] > 0)  # 3k+2 hands: each (hand, held kind) discard
+    if r.size:
+        after = c[r].copy()
         after[np.arange(r.size), t] -= 1
-        idx = _suit_index(c2)[r]
-        idx[np.arange(r.size), t // 9] -= _KIND_POW5[t]
-        ready = (_waits_of(idx, after, nm[two][r]) & (after + mt[two][r] < 4)).any(-1)
-        w[cand[two[r[ready]]], t[ready]] = True
+        ready = hands.is_ready(after, mt[r], nm[r])
+        w[cand[r[ready]], t[ready]] = True
     return w
+
+
+def _discard_features(own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``discard_shanten`` and ``best_discard`` blocks of hands ``[m,27]`` (zero unless 3k+2)."""
+    m = own.shape[0]
+    dsh = np.zeros((m, NUM_KINDS), dtype=np.float32)
+    best = np.zeros((m, NUM_KINDS), dtype=np.float32)
+    turn = own.sum(-1) % 3 == 2
+    r, t = np.nonzero(own * turn[:, None] > 0)
+    if r.size:
+        after = own[r].copy()
+        after[np.arange(r.size), t] -= 1
+        sh = hands.shanten(after).astype(np.int16)
+        low = np.full(m, 99, dtype=np.int16)
+        np.minimum.at(low, r, sh)
+        dsh[r, t] = (sh + 1) / 8
+        best[r, t] = sh == low[r]
+    return dsh, best
 
 
 def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: int) -> np.ndarray:
@@ -338,13 +260,14 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     if hand_no is not None:
         out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
-    if own.max() > 4:
-        raise ValueError("tile counts must be 0-4")
-    sh = _shanten_one(own, _suit_index(own)[0])
+    sh = int(hands.shanten(own))
     if sh <= 0:
         o = off["waits"]
         out[o : o + NUM_KINDS] = _own_waits(own[None], st.meld[g, seat][None], np.array([sh]))[0]
     out[off["shanten"] + min(max(sh + 1, 0), 7)] = 1
+    dsh, best = _discard_features(own[None])
+    out[SLICES["discard_shanten"]] = dsh[0]
+    out[SLICES["best_discard"]] = best[0]
     return out[None]
 
 
@@ -450,11 +373,10 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     if hand_no is not None:
         out[:, _OFF["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
     view("seats_present")[:, :n] = 1
-    if own.size and own.max() > 4:
-        raise ValueError("tile counts must be 0-4")
-    sh = _shanten(own, _suit_index(own))
+    sh = hands.shanten(own)
     view("waits")[:] = _own_waits(own, st.meld[g, seat], sh)
     view("shanten")[:] = _SHANTEN_ONEHOT[np.clip(sh + 1, 0, 7)]
+    view("discard_shanten")[:], view("best_discard")[:] = _discard_features(own)
     return out
 
 
