@@ -268,3 +268,19 @@ def test_record_of_live_game_has_no_result():
     game = BatchGame("guiyang", 1, seed=0)
     rec = record_of(game.rules, game.state, 0)
     assert "result" not in rec and rec["actions"] == []
+
+
+def test_step_only_active_games_and_restart():
+    game = BatchGame("guiyang", 4, seed=2, auto_reset=False)
+    rng = np.random.default_rng(0)
+    before = game.state.copy()
+    acts = game.random_actions(rng)
+    active = np.array([True, False, True, False])
+    with pytest.raises(core.IllegalActionError, match="game 1 is not active"):
+        game.step(acts, active)
+    acts[~active] = -1
+    game.step(acts, active)
+    assert (game.state.hand[1] == before.hand[1]).all() and game.state.rec_len[1] == 0
+    assert game.state.rec_len[0] == 1 and game.state.rec_len[2] == 1
+    game.restart([0])
+    assert game.state.rec_len[0] == 0 and (game.state.wall[0] != before.wall[0]).any()

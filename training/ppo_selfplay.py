@@ -26,11 +26,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents import make_agent
 from agents.arena import run_arena
 from training.cli import parse_args
 from training.policy import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
 from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
-from zhuoji_env.observation import OBS_SIZE
+from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.rules import Rules
 
 
@@ -58,6 +59,8 @@ class Args:
     max_grad_norm: float = 0.5
     reward_scale: float = 0.1
     """rewards are hand scores times this"""
+    shaping: float = 0.05
+    """potential-based shaping: potential -shaping x shanten of the seat's hand (0: off)"""
     hidden: int = 256
     seed: int = 1
     torch_threads: int = 1
@@ -67,6 +70,13 @@ class Args:
     """updates between snapshots into the pool"""
     pool_prob: float = 0.25
     """chance that a seat of a new hand is played by a pool member"""
+    time_limit: float = 0.0
+    """stop training after this many minutes (0: no limit), then save and evaluate"""
+    bc_agent: str = ""
+    """agent spec to imitate before PPO (behaviour cloning warm start; '' for none)"""
+    bc_decisions: int = 200_000
+    """decisions of the imitated agent's self-play to clone"""
+    bc_epochs: int = 3
     eval_every: int = 20
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
@@ -77,6 +87,67 @@ class Args:
     """checkpoint to continue from"""
     tensorboard: bool = False
     progress: bool = True
+
+
+def shaped_rewards(seats, phi, rewards, dones, finished, gamma: float) -> np.ndarray:
+    """Add ``gamma * phi(next) - phi(this)`` to every finished decision of a ``[T, B]`` rollout.
+
+    The next state of a decision is the same seat's next decision in the game, and the
+    potential after a hand's last decision is 0, so the shaping sums to ``-phi(first)`` over a
+    hand whatever the policy does (potential-based shaping leaves the optimal policy alone)."""
+    T, B = seats.shape
+    rows = np.arange(B)
+    next_phi = np.zeros((B, int(seats.max()) + 1), dtype=np.float32)
+    out = rewards.copy()
+    for t in range(T - 1, -1, -1):
+        s = seats[t]
+        nxt = np.where(dones[t], 0.0, next_phi[rows, s])
+        out[t] = np.where(finished[t], rewards[t] + gamma * nxt - phi[t], rewards[t])
+        next_phi[rows, s] = phi[t]
+    return out
+
+
+def behaviour_clone(net: PolicyNet, args: Args, rules: Rules) -> dict:
+    """Fit ``net``'s policy to ``args.bc_agent`` playing every seat (cross-entropy over the
+    masked logits) and its value to the final hand scores; returns the fit's accuracy."""
+    agent = make_agent(args.bc_agent, seed=args.seed, rules=rules)
+    env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
+    obs, masks, seats = env.reset(seed=args.seed + 1)
+    steps = max(1, args.bc_decisions // args.num_envs)
+    o_buf = np.zeros((steps, args.num_envs, OBS_SIZE), np.float32)
+    m_buf = np.zeros((steps, args.num_envs, 86), bool)
+    a_buf = np.zeros((steps, args.num_envs), np.int64)
+    rew = np.zeros((steps, args.num_envs), np.float32)
+    done = np.zeros((steps, args.num_envs), bool)
+    fin = np.zeros((steps, args.num_envs), bool)
+    seat_buf = np.zeros((steps, args.num_envs), np.int64)
+    for t in range(steps):
+        a = agent.act(obs, masks)
+        o_buf[t], m_buf[t], a_buf[t], seat_buf[t] = obs, masks, a, seats
+        obs, masks, seats, _, _, infos = env.step(a)
+        infos["transitions"].fill(rew, done, fin, start=0)
+    _, ret, valid = seat_gae(seat_buf, np.zeros_like(rew), rew, done, fin, 1.0, 1.0)
+    o = torch.from_numpy(o_buf.reshape(-1, OBS_SIZE))
+    m = torch.from_numpy(m_buf.reshape(-1, 86))
+    a = torch.from_numpy(a_buf.reshape(-1))
+    r = torch.from_numpy(ret.reshape(-1))
+    v = torch.from_numpy(valid.reshape(-1))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    rng = np.random.default_rng(args.seed)
+    for _ in range(args.bc_epochs):
+        perm = torch.from_numpy(rng.permutation(a.numel()))
+        for j in perm.split(1024):
+            logits, value = net(o[j], m[j])
+            vl = ((value - r[j]) ** 2 * v[j]).sum() / v[j].sum().clamp(min=1)
+            loss = nn.functional.cross_entropy(logits, a[j]) + args.vf_coef * vl
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        acc = (net(o[:20000], m[:20000])[0].argmax(-1) == a[:20000]).float().mean().item()
+    print(f"behaviour cloning of {args.bc_agent}: {a.numel():,} decisions, accuracy {acc:.3f}",
+          flush=True)
+    return {"decisions": int(a.numel()), "accuracy": acc}
 
 
 def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
@@ -117,6 +188,8 @@ def train(args: Args) -> dict:
         if "optimizer" in ckpt:
             opt.load_state_dict(ckpt["optimizer"])
         start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
+    if args.bc_agent and not args.resume:
+        behaviour_clone(net, args, rules)
     num_updates = max(1, args.total_decisions // (B * T))
     writer = None
     if args.tensorboard:
@@ -139,6 +212,7 @@ def train(args: Args) -> dict:
     logp_buf = torch.zeros((T, B))
     val_buf = np.zeros((T, B), dtype=np.float32)
     seat_buf = np.zeros((T, B), dtype=np.int64)
+    phi_buf = np.zeros((T, B), dtype=np.float32)
     learner_buf = np.zeros((T, B), dtype=bool)
 
     obs, masks, seats = env.reset(seed=args.seed)
@@ -175,6 +249,7 @@ def train(args: Args) -> dict:
             logp_buf[t] = dist.log_prob(action)
             val_buf[t] = value.numpy()
             seat_buf[t] = seats
+            phi_buf[t] = -args.shaping * (block(obs, "shanten").argmax(-1) - 1)
             learner_buf[t] = learner
             t0 = time.perf_counter()
             obs, masks, seats, _, dones, infos = env.step(action.numpy())
@@ -184,7 +259,10 @@ def train(args: Args) -> dict:
             if ended.size:
                 draw_pool(ended)
         decisions += B * T
-        adv, ret, valid = seat_gae(seat_buf, val_buf, rew_buf, done_buf, fin_buf,
+        shaped = rew_buf
+        if args.shaping:
+            shaped = shaped_rewards(seat_buf, phi_buf, rew_buf, done_buf, fin_buf, args.gamma)
+        adv, ret, valid = seat_gae(seat_buf, val_buf, shaped, done_buf, fin_buf,
                                    args.gamma, args.gae_lambda)
         valid &= learner_buf
         idx = np.flatnonzero(valid.reshape(-1))
@@ -231,7 +309,8 @@ def train(args: Args) -> dict:
             snap.eval()
             pool.append(snap)
             del pool[: -args.pool_size]
-        last = update + 1 == num_updates
+        out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
+        last = update + 1 == num_updates or bool(out_of_time)
         if (args.save_every and (update + 1) % args.save_every == 0) or last:
             extra = {"update": update + 1, "decisions": decisions, "args": dataclasses.asdict(args),
                      "rules": rules.to_record(), "optimizer": opt.state_dict()}
@@ -255,6 +334,8 @@ def train(args: Args) -> dict:
                     writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
         if bar:
             bar.update(1)
+        if last:
+            break
     if bar:
         bar.close()
     metrics_file.close()

@@ -368,8 +368,9 @@ def _take_from_river(st: State, g, p, fate, claimer=None) -> None:
 
 
 # --------------------------------------------------------------------------- step
-def check_actions(st: State, actions: np.ndarray) -> np.ndarray:
-    """Validate one action per game: legal for the actor, or -1 for a finished game."""
+def check_actions(st: State, actions: np.ndarray, active: np.ndarray | None = None):
+    """Validate one action per game: legal for the actor, or -1 for a finished game or one
+    left out of ``active``."""
     actions = np.asarray(actions)
     if actions.shape != (st.batch_size,):
         raise ValueError(f"expected {st.batch_size} actions, got shape {actions.shape}")
@@ -381,6 +382,12 @@ def check_actions(st: State, actions: np.ndarray) -> np.ndarray:
         i = int(np.flatnonzero(bad_over)[0])
         raise IllegalActionError(f"game {i}: the hand is over; pass -1 for finished games")
     live = ~over
+    if active is not None:
+        held = live & ~np.asarray(active, dtype=bool)
+        if (actions[held] != -1).any():
+            i = int(np.flatnonzero(held & (actions != -1))[0])
+            raise IllegalActionError(f"game {i} is not active in this step; pass -1 for it")
+        live &= ~held
     inrange = (actions >= 0) & (actions < A.NUM_ACTIONS)
     ok = np.zeros_like(live)
     idx = np.flatnonzero(live & inrange)
@@ -407,13 +414,15 @@ def legal_names(st: State, i: int) -> list[str]:
     return [A.describe(a) for a in np.flatnonzero(st.mask[i])]
 
 
-def step(rules: Rules, st: State, actions) -> np.ndarray:
+def step(rules: Rules, st: State, actions, active=None) -> np.ndarray:
     """Apply one action per game in place; returns a bool ``[B]`` of hands that ended now.
 
     Every action must be legal for its game's actor (``st.mask``); finished games take ``-1``.
+    With ``active`` (bool ``[B]``) only those games move; the others take ``-1`` and keep
+    their state.
     """
-    actions = check_actions(st, actions)
-    live = np.flatnonzero(st.phase != OVER)
+    actions = check_actions(st, actions, active)
+    live = np.flatnonzero(actions != -1)
     if not live.size:
         return np.zeros(st.batch_size, bool)
     a = actions[live].astype(np.int64)

@@ -80,6 +80,13 @@ class BatchGame:
     def _redeal(self, idx: np.ndarray, dealer, streak) -> None:
         self.state.put(idx, core.deal(self.rules, self._walls(idx), dealer, streak))
 
+    def restart(self, idx) -> None:
+        """Start new matches in the games ``idx`` (what ``auto_reset`` does to finished ones)."""
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        self.scores[idx] = 0
+        self.hand_no[idx] = 0
+        self._redeal(idx, self._first_dealers(idx), 0)
+
     # ------------------------------------------------------------------ playing
     @property
     def mask(self) -> np.ndarray:
@@ -96,10 +103,13 @@ class BatchGame:
         """bool ``[B]``: finished games (only without ``auto_reset``)."""
         return self.state.phase == OVER
 
-    def step(self, actions) -> StepOutput:
-        """Apply one action per game (``-1`` for a finished game)."""
+    def step(self, actions, active=None) -> StepOutput:
+        """Apply one action per game (``-1`` for a finished game).
+
+        With ``active`` (bool ``[B]``) only those games move; the others take ``-1``.
+        """
         st: State = self.state
-        ended = core.step(self.rules, st, actions)
+        ended = core.step(self.rules, st, actions, active)
         b, n = self.batch_size, self.num_players
         rewards = np.zeros((b, n), dtype=np.int32)
         final = np.zeros((b, n), dtype=np.int32)
@@ -119,9 +129,7 @@ class BatchGame:
             done = np.flatnonzero(match_over)
             final[done] = self.scores[done]
             if self.auto_reset and done.size:
-                self.scores[done] = 0
-                self.hand_no[done] = 0
-                self._redeal(done, self._first_dealers(done), 0)
+                self.restart(done)
         return StepOutput(rewards, ended, match_over, final, records)
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:

@@ -107,7 +107,6 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame, StepOutput
-from zhuoji_env.engine.state import OVER
 from zhuoji_env.envs.aec import RandomPolicy, illegal_message, observation_box, render_table
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
@@ -297,36 +296,6 @@ def _policy_actions(policy, obs, mask) -> np.ndarray:
     return np.asarray(a, dtype=np.int64).reshape(-1)
 
 
-def _step_subset(game: BatchGame, idx: np.ndarray, acts: np.ndarray) -> StepOutput:
-    """Step only the games ``idx`` of ``game``; the others keep their state.
-
-    ``BatchGame.step`` takes an action for every live game, so the other games are presented as
-    finished (phase OVER, action -1) for the duration of the call and then restored.
-    """
-    b = game.batch_size
-    full = np.full(b, -1, dtype=np.int64)
-    full[idx] = acts
-    if idx.size == b:
-        return game.step(full)
-    st = game.state
-    hold = np.ones(b, dtype=bool)
-    hold[idx] = False
-    held = np.flatnonzero(hold)
-    saved = st.phase[held].copy()
-    st.phase[held] = OVER
-    try:
-        return game.step(full)
-    finally:
-        st.phase[held] = saved
-
-
-def _restart_matches(game: BatchGame, idx: np.ndarray) -> None:
-    """Start new matches in the finished games ``idx`` (what ``auto_reset`` does)."""
-    game.scores[idx] = 0
-    game.hand_no[idx] = 0
-    game._redeal(idx, game._first_dealers(idx), 0)
-
-
 _SB3_CLASS = None
 
 
@@ -408,7 +377,7 @@ def _make_sb3_class():
             skipped = fin[np.isin(fin, ended, invert=True)]
             self.skipped_matches += int(skipped.size)
             self._carry[fin] = 0.0
-            _restart_matches(self.game, fin)
+            self.game.restart(fin)
             self._draw_seats(fin)
 
         def _play_opponents(self, rew, new_ep, done, terminal) -> None:
@@ -435,7 +404,11 @@ def _make_sb3_class():
                     raise IllegalActionError(
                         illegal_message(f"the opponent in env {i} (seat {s})", g.state, i, acts[j])
                     )
-                out = _step_subset(g, wait, acts)
+                full = np.full(g.batch_size, -1, dtype=np.int64)
+                full[wait] = acts
+                active = np.zeros(g.batch_size, dtype=bool)
+                active[wait] = True
+                out = g.step(full, active)
                 self._credit(out, rew, new_ep, done, terminal)
 
         # -------------------------------------------------------------- VecEnv API
