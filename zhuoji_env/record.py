@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.rules import PRESET_NAMES, Rules
+from zhuoji_env.rules import PRESET_NAMES, Rules, parse_switches
 
 
 def play_records(rules: Rules, seed: int, n: int) -> list[dict]:
@@ -48,17 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("--n must be >= 1")
-    overrides = {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--set expects SWITCH=VALUE, got {item!r}")
-        try:
-            overrides[name] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[name] = value
     try:
-        rules = Rules.make(args.preset, **overrides)
+        rules = Rules.make(args.preset, **parse_switches(args.set))
     except ValueError as err:
         parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)

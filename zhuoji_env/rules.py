@@ -9,6 +9,7 @@ overrides, and is validated on construction: an unknown switch or a bad value ra
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,6 +183,21 @@ class Rules:
     def kong_values(self) -> tuple[int, int, int]:
         """What a 闷豆, 转弯豆, 点豆 collects, after 见豆三."""
         return (3, 3, 3) if self.jian_dou_san else self.dou_values
+
+
+def parse_switches(items: list[str]) -> dict[str, Any]:
+    """Switch overrides from command-line ``SWITCH=VALUE`` items (VALUE read as JSON when it
+    parses, else as a string): ``["num_players=3", "flip_mode=up_down"]``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected SWITCH=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name.strip()] = value.strip()
+    return out
 
 
 def _check_int(name: str, value: Any, low: int, allowed: str | None = None) -> None:

@@ -234,6 +234,16 @@ def score_parts(result: Mapping[str, Any], seat: int) -> dict[str, int]:
     return out
 
 
+def check_options(render_mode, render_modes, illegal_action: str, tile_style: str) -> None:
+    """Validate the options the AEC and single-agent environments share."""
+    if render_mode is not None and render_mode not in render_modes:
+        raise ValueError(f"render_mode must be None or one of {render_modes}, got {render_mode!r}")
+    if illegal_action not in ("raise", "penalty"):
+        raise ValueError(f"illegal_action must be 'raise' or 'penalty', got {illegal_action!r}")
+    if tile_style not in ("code", "unicode"):
+        raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
+
+
 def illegal_message(who: str, st: State, i: int, action) -> str:
     """``who tried <action>, which is illegal ...; legal: [...]``."""
     try:
@@ -430,15 +440,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         super().__init__()
         self.rules = Rules.make(rules, **switches)
         n = self.rules.num_players
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
-        if illegal_action not in ("raise", "penalty"):
-            raise ValueError(f"illegal_action must be 'raise' or 'penalty', got {illegal_action!r}")
-        if tile_style not in ("code", "unicode"):
-            raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
+        check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         if viewer is not None and not 0 <= viewer < n:
             raise ValueError(f"viewer must be a seat 0-{n - 1} or None, got {viewer!r}")
         self.render_mode = render_mode

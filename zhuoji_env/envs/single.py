@@ -79,6 +79,7 @@ from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.aec import (
     RandomPolicy,
+    check_options,
     illegal_message,
     observation_box,
     render_table,
@@ -126,15 +127,7 @@ class SingleAgentEnv(gymnasium.Env):
             or not 0 <= learner_seat < n
         ):
             raise ValueError(f"learner_seat must be a seat 0-{n - 1} or None, got {learner_seat!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
-        if illegal_action not in ("raise", "penalty"):
-            raise ValueError(f"illegal_action must be 'raise' or 'penalty', got {illegal_action!r}")
-        if tile_style not in ("code", "unicode"):
-            raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
+        check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         self.learner_seat = None if learner_seat is None else int(learner_seat)
         self.opponents = self._opponent_list(opponents, n)
         self.render_mode = render_mode
