@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: venv
-	$(PY) -m zhuoji_env.demo
+	$(PY) -m training.demo
 
 # pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
 test: venv
