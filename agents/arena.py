@@ -1,0 +1,536 @@
+"""Duplicate-style evaluation of agents: ``python -m agents.arena --agents random,greedy,rule``.
+
+Every **deal** (a wall and a first dealer) is played once for each **seating** of the agents
+over the seats, so each agent meets the same tiles from every seat and the luck of the deal
+cancels out of the comparisons.
+
+Seating. With ``A`` agents at an ``n``-seat table let ``L = max(n, A)`` and
+``base[j] = agents[j % A]`` for ``j < L`` (3 agents at 4 seats: ``a0 a1 a2 a0``; ``a0`` holds
+two seats in every game, and all its seat-hands count).
+
+- ``--seating rotate``: rotation ``r = 0..L-1`` seats ``base[(seat + r) % L]`` at each seat
+  (with ``A == n`` simply ``agents[(seat + r) % n]``). Every agent sits in every seat equally
+  often, but the order around the table never changes: with ``random, greedy, rule`` greedy
+  always sits after (is the 下家 of) random and rule after greedy. That order matters: in a
+  ``random,greedy,greedy`` test the two identical greedy agents differed by +0.48 points per
+  hand, 95% CI [+0.15, +0.82], because random's pongs skip the seats between the discarder and
+  the ponger, which are more often the second one's.
+- ``--seating permute`` (default): every distinct arrangement of ``base`` over the seats (12
+  for 3 agents at 4 seats, 24 for 4 agents, 6 for 3 agents at 3 seats). Every agent sits in
+  every seat, and next to every other agent in both orders, equally often; the same test gave
+  -0.06 [-0.27, +0.14].
+
+Seatings that coincide are played once. For ``A > n`` each agent sits out some seatings.
+
+Deal ``d`` draws its wall and first dealer from ``numpy.random.default_rng([seed, d])``
+exactly as game ``d`` of ``BatchGame(rules, seed=seed)`` does. Each game is one hand
+(dealer streak 0). All (deal, seating) games of a chunk are dealt as one batch with
+``core.deal`` and stepped together; at every step the games are grouped by the agent to act and
+each agent is called once, batched, on its games' observations (games whose actor has exactly
+one legal action take it without asking).
+
+Statistics. An agent's **score** in a deal is its mean score per hand over its seats in all
+seatings of the deal; the reported mean and its 95% confidence interval are over deals
+(Student t, ``scipy.stats`` when installed). A **pairwise margin** ``a - b`` is the mean of the
+per-deal differences of the two agents' deal scores with its t-interval: the paired comparison
+that decides whether one agent beats another. Pairs are reported as a later agent of the list
+minus an earlier one (``--agents random,greedy,rule`` gives ``greedy - random``,
+``rule - random``, ``rule - greedy``). Rates are per seat-hand: ``win_rate``,
+``self_draw_rate``, ``deal_in_rate`` (its discard was won on, or its added kong robbed),
+``draw_rate`` (the hand ended in 黄庄), ``baoting_rate``; ``win_value`` is its ``hu`` ledger
+receipts per win; ``kongs_per_hand`` counts kongs it made (late ones included, robbed ones not);
+``chickens_per_hand`` and ``dou_per_hand`` are its chicken receipts (items chicken, chongfeng,
+zeren) and kong receipts per hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agents.base import Agent
+from agents.registry import make_agent
+from zhuoji_env.engine import core
+from zhuoji_env.engine.records import deltas as ledger_deltas
+from zhuoji_env.engine.records import record_of
+from zhuoji_env.engine.state import (
+    AN_KONG,
+    END_DRAW,
+    END_QIANGGANG,
+    END_RON,
+    END_ZIMO,
+    I_CHICKEN,
+    I_CHONGFENG,
+    I_DOU_AN,
+    I_DOU_BU,
+    I_DOU_MING,
+    I_HU,
+    I_ZEREN,
+    OVER,
+    State,
+)
+from zhuoji_env.observation import encode
+from zhuoji_env.rules import Rules, parse_switches
+from zhuoji_env.tiles import full_set
+
+SEATING_MODES = ("permute", "rotate")
+# per (deal, agent) accumulators, in this order
+FIELDS = (
+    "hands", "score", "wins", "self_draws", "deal_ins", "draws", "hu_value", "kongs",
+    "chickens", "dou", "baoting",
+)
+_F = {name: i for i, name in enumerate(FIELDS)}
+
+
+# --------------------------------------------------------------------------- seating and deals
+def seatings(num_agents: int, num_players: int, mode: str = "permute") -> np.ndarray:
+    """int ``[R, n]``: the agent index at each seat in each seating (module docstring).
+
+    ``mode="rotate"``: the rotations of ``base``; ``mode="permute"``: every distinct
+    arrangement of ``base`` over the seats (in sorted order).
+    """
+    if num_agents < 1:
+        raise ValueError("the arena needs at least one agent")
+    if mode not in SEATING_MODES:
+        raise ValueError(f"unknown seating mode {mode!r}: allowed {list(SEATING_MODES)}")
+    length = max(num_players, num_agents)
+    base = [j % num_agents for j in range(length)]
+    if mode == "rotate":
+        cands = [tuple(base[(s + r) % length] for s in range(num_players)) for r in range(length)]
+    else:
+        cands = sorted(set(itertools.permutations(base, num_players)))
+    rows: list[tuple[int, ...]] = []
+    for row in cands:
+        if row not in rows:
+            rows.append(row)
+    return np.array(rows, dtype=np.int64)
+
+
+def labels_of(specs: Sequence[str]) -> list[str]:
+    """Distinct labels: a spec used more than once becomes ``spec#1``, ``spec#2``, ..."""
+    out, seen = [], {}
+    for s in specs:
+        if specs.count(s) > 1:
+            seen[s] = seen.get(s, 0) + 1
+            out.append(f"{s}#{seen[s]}")
+        else:
+            out.append(s)
+    return out
+
+
+def deal_walls(seed: int, deal_ids: np.ndarray, num_players: int):
+    """Walls ``[D,108]`` and first dealers ``[D]`` of deals ``deal_ids`` (as ``BatchGame``)."""
+    tiles = full_set()
+    walls, dealers = [], []
+    for d in deal_ids:
+        rng = np.random.default_rng([seed, int(d)])
+        walls.append(rng.permutation(tiles))
+        dealers.append(rng.integers(num_players))
+    return np.stack(walls), np.array(dealers, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- playing
+def play_games(
+    rules: Rules,
+    agents: Sequence[Agent],
+    walls: np.ndarray,
+    dealers: np.ndarray,
+    seat_agent: np.ndarray,
+    on_hands: Callable[[int], None] | None = None,
+) -> State:
+    """Play one hand in each game (``seat_agent[g, seat]`` = index into ``agents``) to its
+    end; returns the final batched state."""
+    st = core.deal(rules, walls, dealers, 0)
+    actions = np.full(len(walls), -1, dtype=np.int64)
+    while True:
+        live = np.flatnonzero(st.phase != OVER)
+        if not live.size:
+            return st
+        actions[:] = -1
+        mask = st.mask[live]
+        actor = st.actor[live].astype(np.int64)
+        forced = mask.sum(-1) == 1
+        acts = np.where(forced, mask.argmax(-1), -1)
+        ask = np.flatnonzero(~forced)
+        if ask.size:
+            g = live[ask]
+            obs = encode(st, g, actor[ask])
+            who = seat_agent[g, actor[ask]]
+            for a in np.unique(who):
+                sel = np.flatnonzero(who == a)
+                acts[ask[sel]] = agents[a].act(obs[sel], mask[ask[sel]])
+        actions[live] = acts
+        ended = core.step(rules, st, actions)
+        if on_hands is not None:
+            on_hands(int(ended.sum()))
+
+
+def game_stats(st: State) -> dict[str, np.ndarray]:
+    """Per game and seat ``[G, n]`` statistics of finished hands."""
+    n = st.num_players
+    seats = np.arange(n)[None, :]
+    end = st.end[:, None]
+    recv = st.ledger.sum(1).astype(np.int64)  # [G, n(payee), items]
+    return {
+        "hands": np.ones(st.winners.shape, dtype=np.int64),
+        "score": ledger_deltas(st.ledger).astype(np.int64),
+        "wins": st.winners.astype(np.int64),
+        "self_draws": (st.winners & (end == END_ZIMO)).astype(np.int64),
+        "deal_ins": (((end == END_RON) | (end == END_QIANGGANG)) & (st.turn_seat[:, None] == seats))
+        .astype(np.int64),
+        "draws": np.broadcast_to(end == END_DRAW, st.winners.shape).astype(np.int64),
+        "hu_value": recv[..., I_HU],
+        "kongs": (st.meld >= AN_KONG).sum(-1).astype(np.int64),
+        "chickens": recv[..., I_CHICKEN] + recv[..., I_CHONGFENG] + recv[..., I_ZEREN],
+        "dou": recv[..., I_DOU_AN] + recv[..., I_DOU_BU] + recv[..., I_DOU_MING],
+        "baoting": (st.baoting > 0).astype(np.int64),
+    }
+
+
+@dataclass
+class Chunk:
+    """The games of one chunk: deals ``deal_ids`` x every seating."""
+
+    index: int
+    deal_ids: np.ndarray
+
+
+def _chunk_games(chunk: Chunk, rotations: np.ndarray, seed: int, n: int):
+    walls, dealers = deal_walls(seed, chunk.deal_ids, n)
+    r = len(rotations)
+    deal = np.repeat(chunk.deal_ids, r)
+    rot = np.tile(np.arange(r), len(chunk.deal_ids))
+    return np.repeat(walls, r, 0), np.repeat(dealers, r), deal, rot
+
+
+def run_chunk(
+    rules: Rules,
+    agents: Sequence[Agent],
+    rotations: np.ndarray,
+    seed: int,
+    chunk: Chunk,
+    on_hands=None,
+    keep: bool = False,
+) -> dict[str, Any]:
+    """Play a chunk; returns per (deal, agent) sums ``acc [D, A, FIELDS]`` (rows in
+    ``chunk.deal_ids`` order) and, with ``keep``, the games themselves."""
+    n = rules.num_players
+    for i, agent in enumerate(agents):
+        agent.reseed([seed, i, chunk.index])
+    walls, dealers, deal, rot = _chunk_games(chunk, rotations, seed, n)
+    seat_agent = rotations[rot]
+    st = play_games(rules, agents, walls, dealers, seat_agent, on_hands)
+    stats = game_stats(st)
+    d_local = np.repeat(np.arange(len(chunk.deal_ids)), len(rotations))
+    acc = np.zeros((len(chunk.deal_ids), len(agents), len(FIELDS)), dtype=np.int64)
+    rows = np.broadcast_to(d_local[:, None], seat_agent.shape).ravel()
+    cols = seat_agent.ravel()
+    for name, value in stats.items():
+        np.add.at(acc[..., _F[name]], (rows, cols), value.ravel())
+    out: dict[str, Any] = {"deal_ids": chunk.deal_ids, "acc": acc}
+    if keep:
+        out["games"] = {
+            "deal": deal,
+            "rotation": rot,
+            "wall": st.wall.copy(),
+            "dealer": st.dealer.astype(np.int64),
+            "seat_agent": seat_agent,
+            "scores": stats["score"],
+            "records": [record_of(rules, st, i) for i in range(st.batch_size)],
+        }
+    return out
+
+
+# --------------------------------------------------------------------------- statistics
+def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t confidence interval of independent samples ``x``.
+
+    Uses ``scipy.stats.t`` when installed, else the normal quantile (close for many samples).
+    Fewer than two samples give a NaN interval.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    m = float(x.mean()) if x.size else math.nan
+    if x.size < 2:
+        return m, math.nan, math.nan
+    se = float(x.std(ddof=1)) / math.sqrt(x.size)
+    try:
+        from scipy.stats import t as student_t
+
+        q = float(student_t.ppf(0.5 + level / 2, x.size - 1))
+    except ImportError:  # pragma: no cover - scipy is a dev dependency
+        from statistics import NormalDist
+
+        q = NormalDist().inv_cdf(0.5 + level / 2)
+    return m, m - q * se, m + q * se
+
+
+@dataclass
+class ArenaResult:
+    """Per deal and agent sums of the statistics, with summaries."""
+
+    labels: list[str]
+    specs: list[str]
+    rules: Rules
+    seed: int
+    rotations: np.ndarray
+    acc: np.ndarray  # int64 [D, A, FIELDS]
+    seconds: float = 0.0
+    games: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def deals(self) -> int:
+        return self.acc.shape[0]
+
+    def deal_scores(self) -> np.ndarray:
+        """float ``[D, A]``: each agent's mean score per hand in each deal."""
+        a = self.acc
+        return a[..., _F["score"]] / np.maximum(a[..., _F["hands"]], 1)
+
+    def summary(self) -> dict[str, Any]:
+        per_deal = self.deal_scores()
+        tot = self.acc.sum(0).astype(np.float64)  # [A, FIELDS]
+        agents = {}
+        for i, label in enumerate(self.labels):
+            t = tot[i]
+            hands = max(t[_F["hands"]], 1.0)
+            m, lo, hi = mean_ci(per_deal[:, i])
+            agents[label] = {
+                "spec": self.specs[i],
+                "mean": m,
+                "ci95": [lo, hi],
+                "hands": int(t[_F["hands"]]),
+                "win_rate": t[_F["wins"]] / hands,
+                "self_draw_rate": t[_F["self_draws"]] / hands,
+                "deal_in_rate": t[_F["deal_ins"]] / hands,
+                "win_value": t[_F["hu_value"]] / max(t[_F["wins"]], 1.0),
+                "kongs_per_hand": t[_F["kongs"]] / hands,
+                "chickens_per_hand": t[_F["chickens"]] / hands,
+                "dou_per_hand": t[_F["dou"]] / hands,
+                "baoting_rate": t[_F["baoting"]] / hands,
+                "draw_rate": t[_F["draws"]] / hands,
+            }
+        pairs = {}
+        for j in range(len(self.labels)):
+            for i in range(j):
+                m, lo, hi = mean_ci(per_deal[:, j] - per_deal[:, i])
+                pairs[f"{self.labels[j]} - {self.labels[i]}"] = {
+                    "a": self.labels[j],
+                    "b": self.labels[i],
+                    "mean": m,
+                    "ci95": [lo, hi],
+                    "significant": bool(lo > 0 or hi < 0),
+                }
+        games = len(self.rotations) * self.deals
+        all_hands = tot[:, _F["hands"]].sum()
+        return {
+            "agents": agents,
+            "pairs": pairs,
+            "deals": self.deals,
+            "games": int(games),
+            "preset": self.rules.preset,
+            "rules": self.rules.to_record(),
+            "num_players": self.rules.num_players,
+            "seed": self.seed,
+            "specs": list(self.specs),
+            "seating": [[self.labels[a] for a in row] for row in self.rotations],
+            "draw_rate": float(tot[:, _F["draws"]].sum() / max(all_hands, 1.0)),
+            "seconds": self.seconds,
+            **self.extra,
+        }
+
+    def table(self) -> str:
+        s = self.summary()
+        w = max(8, *(len(x) for x in self.labels))
+        head = (
+            f"{'agent':<{w}} {'hands':>7} {'mean':>8} {'95% CI':>19} {'win%':>6} {'zimo%':>6} "
+            f"{'dealin%':>7} {'win val':>7} {'kong/h':>6} {'chick/h':>7} {'dou/h':>6} {'draw%':>6}"
+        )
+        lines = [head, "-" * len(head)]
+        for label, a in s["agents"].items():
+            lo, hi = a["ci95"]
+            lines.append(
+                f"{label:<{w}} {a['hands']:>7} {a['mean']:>+8.3f} {f'[{lo:+.3f}, {hi:+.3f}]':>19} "
+                f"{100 * a['win_rate']:>6.1f} {100 * a['self_draw_rate']:>6.1f} "
+                f"{100 * a['deal_in_rate']:>7.1f} {a['win_value']:>7.2f} "
+                f"{a['kongs_per_hand']:>6.3f} {a['chickens_per_hand']:>7.3f} "
+                f"{a['dou_per_hand']:>6.3f} {100 * a['draw_rate']:>6.1f}"
+            )
+        if s["pairs"]:
+            lines.append("")
+            lines.append("pairwise margins (mean score per hand, paired by deal):")
+            pw = max(len(k) for k in s["pairs"])
+            for key, p in s["pairs"].items():
+                lo, hi = p["ci95"]
+                verdict = "significant" if p["significant"] else "not significant"
+                lines.append(
+                    f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI [{lo:+.3f}, {hi:+.3f}]  {verdict}"
+                )
+        lines.append("")
+        lines.append(
+            f"{s['deals']} deals x {len(s['seating'])} seatings = {s['games']} hands, "
+            f"preset {s['preset']}, seed {s['seed']}, draw rate {100 * s['draw_rate']:.1f}%, "
+            f"{s['seconds']:.1f} s"
+        )
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- running
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(rules, agents, rotations, seed):
+    _WORKER.update(rules=rules, agents=agents, rotations=rotations, seed=seed)
+
+
+def _worker_run(chunk: Chunk):
+    w = _WORKER
+    return run_chunk(w["rules"], w["agents"], w["rotations"], w["seed"], chunk)
+
+
+def run_arena(
+    agents: Sequence[str | Agent],
+    deals: int,
+    seed: int = 0,
+    rules: str | dict | Rules | None = "guiyang",
+    chunk_games: int = 4096,
+    workers: int = 1,
+    progress: bool = True,
+    keep_games: bool = False,
+    labels: Sequence[str] | None = None,
+    seating: str = "permute",
+) -> ArenaResult:
+    """Play ``deals`` deals x every seating; ``agents`` are specs or :class:`Agent` objects.
+
+    ``workers > 1`` plays chunks in forked processes (results do not depend on the number of
+    workers: agents are reseeded per chunk). ``keep_games`` also returns every game's deal,
+    seating index (``rotation``), wall, dealer, seats (``seat_agent``), scores and record
+    (small runs only).
+    """
+    if deals < 1:
+        raise ValueError(f"deals must be >= 1, got {deals}")
+    rules = Rules.make(rules)
+    specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
+    labels = list(labels) if labels is not None else labels_of(specs)
+    objs = [
+        make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
+        for i, a in enumerate(agents)
+    ]
+    n = rules.num_players
+    rotations = seatings(len(objs), n, seating)
+    per_chunk = max(1, chunk_games // len(rotations))
+    ids = np.arange(deals)
+    chunks = [Chunk(i, ids[s : s + per_chunk]) for i, s in enumerate(range(0, deals, per_chunk))]
+    total = deals * len(rotations)
+    bar = _progress(total, progress)
+    start = time.perf_counter()
+    results = []
+    if workers > 1 and len(chunks) > 1 and not keep_games and "fork" in mp.get_all_start_methods():
+        ctx = mp.get_context("fork")
+        with ctx.Pool(workers, _worker_init, (rules, objs, rotations, seed)) as pool:
+            for res in pool.imap_unordered(_worker_run, chunks):
+                results.append(res)
+                bar.update(len(res["deal_ids"]) * len(rotations))
+    else:
+        for c in chunks:
+            results.append(run_chunk(rules, objs, rotations, seed, c, bar.update, keep_games))
+    bar.close()
+    results.sort(key=lambda r: int(r["deal_ids"][0]))
+    acc = np.concatenate([r["acc"] for r in results])
+    games = None
+    if keep_games:
+        g = [r["games"] for r in results]
+        games = {
+            k: (sum((x[k] for x in g), []) if k == "records" else np.concatenate([x[k] for x in g]))
+            for k in g[0]
+        }
+    return ArenaResult(
+        labels, specs, rules, seed, rotations, acc, time.perf_counter() - start, games
+    )
+
+
+class _NoBar:
+    def update(self, k=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, on: bool):
+    if not on:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return _NoBar()
+    return tqdm(total=total, unit="hand", desc="arena", smoothing=0.05)
+
+
+# --------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.arena",
+        description="Duplicate-style arena: every deal is played in every seating of the "
+        "agents over the seats.",
+    )
+    parser.add_argument("--agents", required=True, help="comma-separated specs, e.g. random,rule")
+    parser.add_argument("--deals", type=int, default=1000, help="number of deals (default 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="guiyang", help="rules preset (guiyang, classic, app)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="SWITCH=VALUE",
+        help="override a rules switch (JSON value), e.g. --set num_players=3; repeatable",
+    )
+    parser.add_argument(
+        "--seating", default="permute", choices=SEATING_MODES,
+        help="permute: every distinct arrangement of the agents over the seats (default); "
+        "rotate: only the cyclic rotations",
+    )
+    parser.add_argument("--json", metavar="FILE", help="write the summary as JSON")
+    parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    parser.add_argument("--chunk", type=int, default=4096, help="games per batch (default 4096)")
+    parser.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE",
+        help="import MODULE first (it may call agents.register_agent); repeatable",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    if args.deals < 1:
+        parser.error("--deals must be >= 1")
+    if args.workers < 1 or args.chunk < 1:
+        parser.error("--workers and --chunk must be >= 1")
+    import importlib
+
+    for module in args.plugin:
+        importlib.import_module(module)
+    specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    try:
+        rules = Rules.make(args.preset, **parse_switches(args.set))
+        result = run_arena(
+            specs, args.deals, args.seed, rules, args.chunk, args.workers,
+            progress=not args.no_progress, seating=args.seating,
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    print(result.table())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result.summary(), f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

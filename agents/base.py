@@ -1,0 +1,117 @@
+"""The agent interface and observation helpers shared by the baseline agents.
+
+Every agent maps observations to actions with one batched call::
+
+    actions = agent.act(obs, mask)   # obs float32 [k, OBS_SIZE], mask bool [k, 86] -> int [k]
+    action = agent.act(obs1, mask1)  # obs float32 [OBS_SIZE], mask bool [86] -> int
+
+An agent sees only the observation (``zhuoji_env.observation``; it holds no hidden
+information) and the mask; it never reads engine state. Agents hold no per-game memory, so one
+agent object can play any number of games and seats at once. Agents that use randomness draw
+from ``self.rng``, a ``numpy.random.Generator`` made from the seed given at construction;
+:meth:`Agent.reseed` replaces it (the arena reseeds per chunk of games so that results do not
+depend on how games are split between processes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zhuoji_env.engine import actions as A
+from zhuoji_env.observation import OBS_SIZE, block
+from zhuoji_env.tiles import NUM_KINDS
+
+# phase block order (observation.py): turn, response to a discard, rob window, 报听 discard
+P_TURN, P_RESPONSE, P_ROB, P_BAOTING = 0, 1, 2, 3
+
+
+class Agent:
+    """Base class: validates and batches input, then calls :meth:`_act` on ``[k, ...]`` arrays."""
+
+    name = "agent"
+
+    def __init__(self, seed=None):
+        self.rng = np.random.default_rng(seed)
+
+    def reseed(self, seed) -> None:
+        """Replace the random generator (``seed`` as for ``numpy.random.default_rng``)."""
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs, mask):
+        """Actions for observations ``[k, OBS_SIZE]`` and masks ``[k, 86]`` (or single rows)."""
+        obs = np.asarray(obs, dtype=np.float32)
+        mask = np.asarray(mask).astype(bool, copy=False)
+        single = obs.ndim == 1
+        if single:
+            obs, mask = obs[None], mask[None]
+        if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
+            raise ValueError(
+                f"obs must have shape [k, {OBS_SIZE}] or [{OBS_SIZE}], got {obs.shape}"
+            )
+        if mask.shape != (obs.shape[0], A.NUM_ACTIONS):
+            raise ValueError(
+                f"mask must have shape [{obs.shape[0]}, {A.NUM_ACTIONS}] to match obs, "
+                f"got {mask.shape}"
+            )
+        if obs.shape[0] and not mask.any(-1).all():
+            raise ValueError("every mask row needs at least one legal action")
+        if obs.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        out = np.asarray(self._act(obs, mask), dtype=np.int64)
+        return int(out[0]) if single else out
+
+    def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+# --------------------------------------------------------------------------- decoding helpers
+_MELD_TILES = 3  # tiles per pong
+
+
+def counts(obs: np.ndarray, name: str) -> np.ndarray:
+    """A block as int16 (counts and flags)."""
+    return np.rint(block(obs, name)).astype(np.int16)
+
+
+def phase(obs: np.ndarray) -> np.ndarray:
+    """int ``[k]``: P_TURN, P_RESPONSE, P_ROB or P_BAOTING."""
+    return block(obs, "phase").argmax(-1)
+
+
+def decision_tile(obs: np.ndarray) -> np.ndarray:
+    """int ``[k]``: the discard (or bugang tile) being decided on, -1 outside a window."""
+    t = block(obs, "tile")
+    return np.where(t.any(-1), t.argmax(-1), -1)
+
+
+def own_melds(obs: np.ndarray):
+    """``(meld_tiles [k,27], n_melds [k], n_kongs [k])`` of the observer's melds."""
+    pong = counts(obs, "pong")[:, 0]
+    exposed = counts(obs, "kong_exposed")[:, 0]
+    concealed = counts(obs, "kong_concealed_own")
+    mt = _MELD_TILES * pong + 4 * (exposed + concealed)
+    kongs = exposed.sum(-1) + concealed.sum(-1)
+    return mt, pong.sum(-1) + kongs, kongs
+
+
+def visible_counts(obs: np.ndarray) -> np.ndarray:
+    """int ``[k,27]``: copies of each kind the observer can see (own hand and kongs, every
+    seat's pongs and exposed kongs, every discard still lying in a river)."""
+    seen = counts(obs, "hand")
+    seen = seen + _MELD_TILES * counts(obs, "pong").sum(1)
+    seen = seen + 4 * counts(obs, "kong_exposed").sum(1)
+    seen = seen + 4 * counts(obs, "kong_concealed_own")
+    seen = seen + counts(obs, "river").sum(1)
+    return seen
+
+
+def live_counts(obs: np.ndarray) -> np.ndarray:
+    """int ``[k,27]``: copies of each kind not visible to the observer (still drawable, or in
+    other hands)."""
+    return np.clip(4 - visible_counts(obs), 0, 4)
+
+
+EYE = np.eye(NUM_KINDS, dtype=np.int16)

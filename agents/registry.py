@@ -1,0 +1,92 @@
+"""Agent specs: ``make_agent("random" | "greedy" | "rule" | "prefix:argument", seed)``.
+
+A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
+factory interprets (a trained policy will be ``ppo:path/to/ckpt.pt``). Training code adds its
+own agents with :func:`register_agent`::
+
+    from agents import register_agent
+    register_agent("ppo", lambda arg, seed=None, rules=None: PPOAgent.load(arg, seed=seed))
+
+A factory is called as ``factory(argument_or_None, seed=seed, rules=rules)`` and returns an
+:class:`~agents.base.Agent`. ``rules`` (a ``Rules``, preset name or None) is public table
+knowledge that an agent may use to weigh its choices; the built-in agents work without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agents.base import Agent
+
+AgentFactory = Callable[..., Agent]
+
+AGENT_FACTORIES: dict[str, AgentFactory] = {}
+"""Spec prefix -> factory. Register with :func:`register_agent`."""
+
+
+def register_agent(prefix: str, factory: AgentFactory, *, replace: bool = False) -> None:
+    """Make ``prefix`` (and ``prefix:argument``) a valid spec for :func:`make_agent`."""
+    if not prefix or ":" in prefix or "," in prefix or "#" in prefix:
+        raise ValueError(f"bad agent prefix {prefix!r}: a non-empty name without ':', ',' or '#'")
+    if prefix in AGENT_FACTORIES and not replace:
+        raise ValueError(f"agent prefix {prefix!r} is already registered (pass replace=True)")
+    AGENT_FACTORIES[prefix] = factory
+
+
+def known_specs() -> list[str]:
+    return sorted(AGENT_FACTORIES)
+
+
+def make_agent(spec: str, seed=None, rules=None) -> Agent:
+    """The agent a spec names; ``seed`` seeds its random generator."""
+    if not isinstance(spec, str):
+        raise ValueError(f"agent spec must be a string, got {type(spec).__name__}")
+    prefix, sep, arg = spec.strip().partition(":")
+    factory = AGENT_FACTORIES.get(prefix)
+    if factory is None:
+        raise ValueError(
+            f"unknown agent spec {spec!r}: known agents {known_specs()} "
+            "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt' once "
+            "training has called agents.register_agent('ppo', ...))"
+        )
+    return factory(arg if sep else None, seed=seed, rules=rules)
+
+
+def _no_argument(cls):
+    def factory(arg, seed=None, rules=None):
+        if arg is not None:
+            raise ValueError(f"agent {cls.name!r} takes no argument, got {cls.name}:{arg}")
+        return cls(seed=seed)
+
+    return factory
+
+
+def _register_builtins() -> None:
+    from agents.rule import RuleAgent
+    from agents.simple import GreedyAgent, RandomAgent
+
+    register_agent("random", _no_argument(RandomAgent))
+    register_agent("greedy", _no_argument(GreedyAgent))
+
+    def rule(arg, seed=None, rules=None):
+        if arg is not None:
+            raise ValueError(f"agent 'rule' takes no argument, got rule:{arg}")
+        return RuleAgent(seed=seed, rules=rules)
+
+    register_agent("rule", rule)
+
+    def ppo(arg, seed=None, rules=None):  # torch is imported only when a checkpoint is named
+        from training.policy import agent_factory
+
+        return agent_factory(arg, seed=seed, rules=rules)
+
+    def sb3(arg, seed=None, rules=None):
+        from training.sb3_maskable import agent_factory
+
+        return agent_factory(arg, seed=seed, rules=rules)
+
+    register_agent("ppo", ppo)
+    register_agent("sb3", sb3)
+
+
+_register_builtins()

@@ -1,0 +1,60 @@
+"""Baseline agents: ``random`` (uniform over legal actions) and ``greedy`` (shanten-greedy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.base import EYE, Agent, counts
+from zhuoji_env import hands
+from zhuoji_env.engine import actions as A
+from zhuoji_env.tiles import NUM_KINDS
+
+_DISCARDS = slice(A.DISCARD, A.DISCARD + NUM_KINDS)
+
+
+class RandomAgent(Agent):
+    """Uniformly random over the legal actions."""
+
+    name = "random"
+
+    def _act(self, obs, mask):
+        r = self.rng.random(mask.shape) + 1.0  # > 0, so an illegal action never wins argmax
+        return (r * mask).argmax(-1)
+
+
+def discard_shanten(hand: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """int ``[k,27]``: shanten of ``hand`` (3k+2 counts) after discarding each kind; 99 where the
+    discard is not in ``legal`` (bool ``[k,27]``)."""
+    out = np.full(legal.shape, 99, dtype=np.int16)
+    r, t = np.nonzero(legal)
+    if r.size:
+        out[r, t] = hands.shanten(hand[r] - EYE[t])
+    return out
+
+
+def least_shanten_discard(hand, legal, rng=None) -> np.ndarray:
+    """A legal discard of least shanten per row; ties broken at random when ``rng`` is given,
+    else by the lowest kind."""
+    sh = discard_shanten(hand, legal).astype(np.float64)
+    if rng is not None:
+        sh = sh + 0.5 * rng.random(sh.shape)
+    return sh.argmin(-1)
+
+
+class GreedyAgent(Agent):
+    """Wins whenever it may; otherwise discards a tile of least shanten (ties at random) and
+    declines everything else: it passes in every window, never kongs and never declares 报听."""
+
+    name = "greedy"
+
+    def _act(self, obs, mask):
+        out = np.where(mask[:, A.PASS], A.PASS, -1)
+        out = np.where(mask[:, A.HU], A.HU, out)
+        need = np.flatnonzero((out < 0) & mask[:, _DISCARDS].any(-1))
+        if need.size:
+            hand = counts(obs[need], "hand")
+            out[need] = A.DISCARD + least_shanten_discard(hand, mask[need, _DISCARDS], self.rng)
+        rest = np.flatnonzero(out < 0)  # nothing above applies (e.g. only a kong is legal)
+        if rest.size:
+            out[rest] = mask[rest].argmax(-1)
+        return out

@@ -1,0 +1,325 @@
+"""Baseline agents: legality over many states, the interface, greedy and rule behaviour."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from agents import (
+    AGENT_FACTORIES,
+    Agent,
+    GreedyAgent,
+    RandomAgent,
+    RuleAgent,
+    known_specs,
+    make_agent,
+    register_agent,
+)
+from agents.base import P_RESPONSE, P_ROB, live_counts, phase, visible_counts
+from agents.rule import poisson_sf
+from agents.ukeire import shanten_and_draws
+from zhuoji_env import hands
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import core
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, TURN
+from zhuoji_env.observation import OBS_SIZE, encode
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import full_set, parse_tiles, to_counts
+
+VARIANTS = [
+    "guiyang",
+    "classic",
+    "app",
+    {"preset": "guiyang", "overrides": {"num_players": 3}},
+    {"preset": "app", "overrides": {"num_players": 3}},
+    {"preset": "guiyang", "overrides": {"baoting": True, "pass_win": "forbid"}},
+]
+
+
+def _wall(dealer: int, hands_by_seat: dict[int, str], n: int = 4, live: str = "") -> np.ndarray:
+    """A wall dealing the given hands (the dealer's 14th code is its extra tile), then ``live``
+    draws; everything else in sorted order."""
+    wall: list[int | None] = [None] * 108
+    for k in range(n):
+        seat = (dealer + k) % n
+        tiles = parse_tiles(hands_by_seat[seat]) if seat in hands_by_seat else []
+        wall[13 * k : 13 * k + len(tiles[:13])] = tiles[:13]
+        if seat == dealer and len(tiles) == 14:
+            wall[13 * n] = tiles[13]
+    for i, t in enumerate(parse_tiles(live)):
+        wall[13 * n + 1 + i] = t
+    rest = Counter({k: 4 for k in range(27)})
+    rest.subtract(t for t in wall if t is not None)
+    assert all(v >= 0 for v in rest.values())
+    fill = sorted(rest.elements())
+    return np.array([[t if t is not None else fill.pop(0) for t in wall]], dtype=np.int8)
+
+
+def _obs(rules, st, g=0):
+    return encode(st, np.array([g]), np.array([st.actor[g]]))
+
+
+# --------------------------------------------------------------------------- legality
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: str(v))
+def test_agents_choose_only_legal_actions(variant):
+    """Thousands of states from games played by a mix of the agents themselves."""
+    rules = Rules.make(variant)
+    game = BatchGame(rules, 96, seed=7, auto_reset=True)
+    agents = [RandomAgent(seed=1), GreedyAgent(seed=2), RuleAgent(seed=3, rules=rules)]
+    rng = np.random.default_rng(0)
+    phases, checked = Counter(), 0
+    for step in range(90):
+        st = game.state
+        g = np.arange(game.batch_size)
+        obs = encode(st, g, st.actor)
+        mask = game.mask
+        picks = []
+        for agent in agents:
+            a = agent.act(obs, mask)
+            assert a.shape == (game.batch_size,)
+            assert mask[g, a].all(), f"{agent.name} chose an illegal action"
+            picks.append(a)
+        checked += 3 * game.batch_size
+        phases.update(st.phase.tolist())
+        who = rng.integers(3, size=game.batch_size) if step % 2 else (g + step) % 3
+        game.step(np.choose(who, picks))
+    assert checked >= 25_000
+    assert phases[TURN] and phases[RESPONSE]
+    if rules.baoting:
+        assert phases[BAOTING_DISCARD], "no 报听 was declared"
+
+
+def test_single_observation_and_shapes():
+    game = BatchGame("guiyang", 4, seed=1)
+    st = game.state
+    obs = encode(st, np.arange(4), st.actor)
+    for agent in (RandomAgent(0), GreedyAgent(0), RuleAgent(0)):
+        one = agent.act(obs[0], game.mask[0])
+        assert isinstance(one, int) and game.mask[0, one]
+        assert agent.act(obs[:0], game.mask[:0]).shape == (0,)
+        with pytest.raises(ValueError, match="shape"):
+            agent.act(obs[:, :10], game.mask)
+        with pytest.raises(ValueError, match="mask"):
+            agent.act(obs, game.mask[:2])
+        with pytest.raises(ValueError, match="legal"):
+            agent.act(obs, np.zeros_like(game.mask))
+    assert obs.shape[1] == OBS_SIZE
+
+
+def test_random_agent_is_uniform_and_seeded():
+    mask = np.zeros((20_000, A.NUM_ACTIONS), bool)
+    mask[:, [3, 30, 84]] = True
+    obs = np.zeros((20_000, OBS_SIZE), np.float32)
+    a = RandomAgent(seed=5).act(obs, mask)
+    freq = np.bincount(a, minlength=A.NUM_ACTIONS)[[3, 30, 84]] / 20_000
+    assert np.allclose(freq, 1 / 3, atol=0.02)
+    assert (RandomAgent(seed=5).act(obs, mask) == a).all()
+
+
+# --------------------------------------------------------------------------- greedy
+def test_greedy_discard_keeps_least_shanten():
+    rules = Rules.make("guiyang")
+    # 1m2m3m 4m5m6m 7p8p9p 1s1s 5s + 9m (isolated) + 3p (isolated): shanten 1 now;
+    # the best discards (9m, 3p, 5s) keep it at 1 (then one useful draw from ready)
+    wall = _wall(0, {0: "1m2m3m4m5m6m7p8p9p1s1s5s9m3p"})
+    st = core.deal(rules, wall, 0)
+    obs = _obs(rules, st)
+    h = to_counts("1m2m3m4m5m6m7p8p9p1s1s5s9m3p")
+    after = {t: int(hands.shanten(h - np.eye(27, dtype=np.int8)[t])) for t in np.flatnonzero(h)}
+    best = min(after.values())
+    for seed in range(10):
+        a = GreedyAgent(seed=seed).act(obs[0], st.mask[0])
+        assert a < 27 and after[a] == best
+        assert best <= int(hands.shanten(h)) + 0  # keeps (or lowers) the shanten
+
+
+def test_greedy_wins_and_passes():
+    rules = Rules.make("guiyang")
+    win = "1m2m3m4m5m6m7p8p9p1s1s5s6s7s"
+    st = core.deal(rules, _wall(0, {0: win}), 0)
+    assert GreedyAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.HU
+    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.HU
+    # seat 1 holds a pair of 9s; the dealer discards 9s: greedy passes, never pongs
+    seats = {0: "1m2m3m4m5m6m7p8p9p1s1s5s6s9s", 1: "9s9s1p2p3p4p5p6p7m8m9m2s3s"}
+    st = core.deal(rules, _wall(0, seats), 0)
+    core.step(rules, st, np.array([A.DISCARD + 26]))
+    assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
+    assert GreedyAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PASS
+
+
+# --------------------------------------------------------------------------- rule
+def _states_with(variant, pred, games=128, steps=120, seed=3):
+    """(obs, mask, extra) of actors in states where ``pred(st, i)`` holds, from mixed play."""
+    rules = Rules.make(variant)
+    game = BatchGame(rules, games, seed=seed)
+    players = [RandomAgent(seed=1), RuleAgent(seed=2, rules=rules)]
+    rng = np.random.default_rng(seed)
+    found_obs, found_mask, found_lock = [], [], []
+    for _ in range(steps):
+        st = game.state
+        g = np.arange(games)
+        obs = encode(st, g, st.actor)
+        sel = np.array([pred(st, i) for i in g])
+        if sel.any():
+            found_obs.append(obs[sel])
+            found_mask.append(game.mask[sel])
+            found_lock.append(st.pass_lock[g[sel], st.actor[sel]])
+        picks = [p.act(obs, game.mask) for p in players]
+        game.step(np.choose(rng.integers(2, size=games), picks))
+    return (
+        np.concatenate(found_obs),
+        np.concatenate(found_mask),
+        np.concatenate(found_lock),
+        rules,
+    )
+
+
+@pytest.mark.parametrize("variant", ["guiyang", "app"])
+def test_rule_wins_whenever_it_may(variant):
+    obs, mask, locked, rules = _states_with(
+        variant, lambda st, i: st.mask[i, A.HU], games=192, steps=150
+    )
+    assert len(obs) >= 30
+    a = RuleAgent(0, rules=rules).act(obs, mask)
+    penalty = rules.pass_win == "penalty"
+    window = np.isin(phase(obs), [P_RESPONSE, P_ROB])
+    expect_hu = ~(locked & window & penalty)
+    assert (a[expect_hu] == A.HU).all()
+    assert (a[~expect_hu] != A.HU).all()  # a locked hu would only pay the penalty
+
+
+def test_rule_declares_baoting_when_ready():
+    rules = Rules.make("app")
+    # the dealer's 14 tiles: discarding 9s leaves 1m..9m 1p1p 5p6p, ready on 4p/7p
+    st = core.deal(rules, _wall(0, {0: "1m2m3m4m5m6m7m8m9m1p1p5p6p9s"}), 0)
+    assert st.mask[0, A.BAOTING]
+    agent = RuleAgent(0, rules=rules)
+    assert agent.act(_obs(rules, st)[0], st.mask[0]) == A.BAOTING
+    core.step(rules, st, np.array([A.BAOTING]))
+    assert st.phase[0] == BAOTING_DISCARD
+    a = agent.act(_obs(rules, st)[0], st.mask[0])
+    assert a == A.DISCARD + 26  # the only discard that keeps 4p/7p
+
+
+def test_rule_declares_baoting_in_random_app_states():
+    obs, mask, _, rules = _states_with(
+        "app", lambda st, i: st.mask[i, A.BAOTING], games=256, steps=40
+    )
+    assert len(obs) >= 5
+    a = RuleAgent(0, rules=rules).act(obs, mask)
+    h = np.rint(obs[:, :27]).astype(np.int8)
+    live = live_counts(obs)
+    for i in range(len(obs)):
+        ready_with_live = False
+        for t in np.flatnonzero(h[i]):
+            after = h[i] - np.eye(27, dtype=np.int8)[t]
+            w = hands.waits(after) & (after < 4) & (live[i] > 0)
+            ready_with_live |= bool(w.any())
+        assert (a[i] == A.BAOTING) == ready_with_live
+
+
+def test_rule_takes_a_free_concealed_kong():
+    rules = Rules.make("guiyang")
+    # four 9s next to a hand one tile from ready: the kong costs nothing
+    st = core.deal(rules, _wall(0, {0: "9s9s9s9s1m2m3m4p5p6p7m8m2s4s"}), 0)
+    assert st.mask[0, A.ANGANG + 26]
+    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.ANGANG + 26
+
+
+def test_rule_pongs_towards_a_better_hand_and_passes_otherwise():
+    rules = Rules.make("guiyang")
+    # seat 1: three pairs and two triplets (大对子 one pong from ready)
+    ddz = "2m2m5p5p8s8s3m3m3m6p6p6p9m"
+    st = core.deal(rules, _wall(0, {0: "1m4m7m1p4p7p2s5s9s9s3s6s8p8s", 1: ddz}), 0)
+    core.step(rules, st, np.array([A.DISCARD + 25]))  # the dealer discards 8s
+    assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
+    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PONG
+    # a complete sequence hand ready on 1s/4s: a pong of 9m would break it
+    ready = "1m2m3m4p5p6p7p8p9p2s3s9m9m"
+    st = core.deal(rules, _wall(0, {0: "1m4m7m1p4p7p2s5s9s9s3s6s8p9m", 1: ready}), 0)
+    core.step(rules, st, np.array([A.DISCARD + 8]))  # the dealer discards 9m
+    assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
+    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PASS
+
+
+def test_rule_is_deterministic_and_uses_only_the_observation():
+    game = BatchGame("guiyang", 64, seed=9)
+    st = game.state
+    obs = encode(st, np.arange(64), st.actor)
+    a = RuleAgent(seed=1).act(obs, game.mask)
+    b = RuleAgent(seed=2).act(obs.copy(), game.mask.copy())
+    assert (a == b).all()
+
+
+# --------------------------------------------------------------------------- helpers
+def test_shanten_and_draws_matches_hands_shanten():
+    rng = np.random.default_rng(1)
+    rows = []
+    for _ in range(3000):
+        n = int(rng.choice([1, 4, 7, 10, 13]))
+        suit_only = rng.random() < 0.3
+        pool = np.repeat(np.arange(9), 4) + 9 * rng.integers(3) if suit_only else full_set()
+        rows.append(np.bincount(rng.permutation(pool)[:n], minlength=27))
+    h = np.array(rows, dtype=np.int8)
+    s, sp = shanten_and_draws(h)
+    assert (s == hands.shanten(h)).all()
+    r, t = np.nonzero(h < 4)
+    assert (sp[r, t] == hands.shanten(h[r] + np.eye(27, dtype=np.int8)[t])).all()
+    assert (sp[h == 4] == 99).all()
+
+
+def test_visible_and_live_counts():
+    rules = Rules.make("guiyang")
+    st = core.deal(rules, _wall(0, {0: "1m1m1m2m3m4m5m6m7m8m9m9m9m9m"}), 0)
+    core.step(rules, st, np.array([A.DISCARD + 0]))  # 1m into the river
+    obs = encode(st, np.array([0]), np.array([0]))  # the discarder's view
+    vis = visible_counts(obs)[0]
+    assert vis[0] == 3 and vis[8] == 4 and vis[1] == 1
+    assert live_counts(obs)[0, 0] == 1 and live_counts(obs)[0, 8] == 0
+
+
+def test_poisson_sf():
+    from math import exp, factorial
+
+    lam = 2.5
+    for k in range(6):
+        expect = 1 - sum(exp(-lam) * lam**j / factorial(j) for j in range(k))
+        assert poisson_sf(np.array([k]), np.array([lam]))[0] == pytest.approx(expect)
+
+
+# --------------------------------------------------------------------------- registry
+def test_make_agent_specs():
+    assert {"random", "greedy", "rule"} <= set(known_specs())
+    assert isinstance(make_agent("random", seed=1), RandomAgent)
+    assert isinstance(make_agent("greedy"), GreedyAgent)
+    assert isinstance(make_agent("rule", rules="app"), RuleAgent)
+    with pytest.raises(ValueError, match=r"unknown agent spec 'nosuch:x.pt'.*greedy.*random.*rule"):
+        make_agent("nosuch:x.pt")
+    with pytest.raises(ValueError, match="takes no argument"):
+        make_agent("random:3")
+
+
+def test_register_agent_hook():
+    class Fixed(Agent):
+        name = "fixed"
+
+        def __init__(self, path, seed=None):
+            super().__init__(seed)
+            self.path = path
+
+        def _act(self, obs, mask):
+            return mask.argmax(-1)
+
+    register_agent("fixedtest", lambda arg, seed=None, rules=None: Fixed(arg, seed))
+    try:
+        agent = make_agent("fixedtest:some/ckpt.pt", seed=0)
+        assert isinstance(agent, Fixed) and agent.path == "some/ckpt.pt"
+        with pytest.raises(ValueError, match="already registered"):
+            register_agent("fixedtest", lambda arg, seed=None, rules=None: Fixed(arg))
+        with pytest.raises(ValueError, match="bad agent prefix"):
+            register_agent("a:b", lambda arg, seed=None, rules=None: Fixed(arg))
+    finally:
+        AGENT_FACTORIES.pop("fixedtest", None)

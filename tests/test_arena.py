@@ -1,0 +1,143 @@
+"""The arena: seating, identical walls across rotations, statistics, JSON output."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from agents import arena
+from agents.arena import ArenaResult, labels_of, mean_ci, run_arena, seatings
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.records import compare, replay
+from zhuoji_env.tiles import format_tiles
+
+
+@pytest.mark.parametrize(
+    "agents, seats, mode, rows",
+    [(3, 4, "permute", 12), (3, 4, "rotate", 4), (4, 4, "permute", 24), (4, 4, "rotate", 4),
+     (2, 4, "permute", 6), (2, 4, "rotate", 2), (3, 3, "permute", 6), (5, 4, "rotate", 5),
+     (1, 4, "permute", 1)],
+)
+def test_every_agent_sits_in_every_seat_equally(agents, seats, mode, rows):
+    s = seatings(agents, seats, mode)
+    assert s.shape == (rows, seats)
+    assert len({tuple(r) for r in s}) == rows
+    per_seat = [Counter(s[:, seat].tolist()) for seat in range(seats)]
+    for a in range(agents):
+        assert len({c[a] for c in per_seat}) == 1, f"agent {a} is not in every seat equally"
+        assert per_seat[0][a] > 0
+
+
+def test_rotate_is_the_cyclic_assignment():
+    s = seatings(3, 4, "rotate")
+    # base a0 a1 a2 a0, seat s gets base[(s + r) % 4]
+    assert s.tolist() == [[0, 1, 2, 0], [1, 2, 0, 0], [2, 0, 0, 1], [0, 0, 1, 2]]
+    assert seatings(4, 4, "rotate").tolist() == [
+        [(seat + r) % 4 for seat in range(4)] for r in range(4)
+    ]
+    with pytest.raises(ValueError, match="seating"):
+        seatings(3, 4, "shuffle")
+
+
+def test_labels_are_distinct():
+    assert labels_of(["rule", "rule", "random", "random"]) == [
+        "rule#1", "rule#2", "random#1", "random#2",
+    ]
+    assert labels_of(["random", "greedy", "rule"]) == ["random", "greedy", "rule"]
+
+
+def test_the_same_walls_are_replayed_in_every_rotation():
+    res = run_arena(["random", "greedy", "rule"], 3, seed=4, progress=False, keep_games=True)
+    g = res.games
+    rotations = len(res.rotations)
+    assert rotations == 12 and len(g["deal"]) == 3 * rotations
+    fresh = BatchGame("guiyang", 3, seed=4, auto_reset=False).state
+    for d in range(3):
+        rows = np.flatnonzero(g["deal"] == d)
+        assert sorted(g["rotation"][rows].tolist()) == list(range(rotations))
+        assert (g["wall"][rows] == g["wall"][rows[0]]).all()
+        assert (g["dealer"][rows] == g["dealer"][rows[0]]).all()
+        assert len({g["records"][i]["wall"] for i in rows}) == 1
+        assert g["records"][rows[0]]["wall"] == format_tiles(fresh.wall[d])  # BatchGame's deal d
+        assert g["dealer"][rows[0]] == fresh.dealer[d]
+        for i in rows:
+            assert (g["seat_agent"][i] == res.rotations[g["rotation"][i]]).all()
+    assert len({format_tiles(w) for w in g["wall"]}) == 3  # deals differ
+    for i in range(0, len(g["records"]), 7):  # records replay to the scores the arena counted
+        rec = g["records"][i]
+        assert compare(rec["result"], replay(rec)) == []
+        assert rec["result"]["deltas"] == g["scores"][i].tolist()
+
+
+def test_mean_ci_matches_a_hand_worked_t_interval():
+    # mean 3, sd sqrt(2.5) = 1.5811, se 0.70711, t(0.975, 4) = 2.776445: half-width 1.963243
+    m, lo, hi = mean_ci([1, 2, 3, 4, 5])
+    assert m == pytest.approx(3.0)
+    assert lo == pytest.approx(1.036757, abs=1e-5)
+    assert hi == pytest.approx(4.963243, abs=1e-5)
+    # [2, 4, 4, 5]: mean 3.75, sd 1.258306, se 0.629153, t(0.975, 3) = 3.182446
+    m, lo, hi = mean_ci([2, 4, 4, 5])
+    assert (lo, hi) == pytest.approx((3.75 - 2.002243, 3.75 + 2.002243), abs=1e-5)
+    assert np.isnan(mean_ci([1.0])[1])
+
+
+def test_summary_statistics_from_known_sums():
+    # two deals, two agents; fields in arena.FIELDS order
+    f = {name: i for i, name in enumerate(arena.FIELDS)}
+    acc = np.zeros((2, 2, len(arena.FIELDS)), dtype=np.int64)
+    acc[:, :, f["hands"]] = 2
+    acc[:, :, f["score"]] = [[4, -4], [-2, 2]]
+    acc[:, 0, f["wins"]] = [1, 0]
+    acc[:, 0, f["hu_value"]] = [6, 0]
+    acc[:, 1, f["deal_ins"]] = [1, 0]
+    res = ArenaResult(["a", "b"], ["a", "b"], arena.Rules.make("guiyang"), 0,
+                      np.array([[0, 1, 0, 1], [1, 0, 1, 0]]), acc)
+    s = res.summary()
+    a = s["agents"]["a"]
+    assert a["mean"] == pytest.approx(0.5)  # deal means 2 and -1
+    assert a["win_rate"] == pytest.approx(0.25) and a["win_value"] == pytest.approx(6.0)
+    assert s["agents"]["b"]["deal_in_rate"] == pytest.approx(0.25)
+    pair = s["pairs"]["b - a"]
+    assert pair["mean"] == pytest.approx(-1.0)  # differences -4 and 2
+    assert pair["ci95"][1] == pytest.approx(-1.0 + 12.706205 * 3.0, abs=1e-4)
+    assert not pair["significant"]
+
+
+def test_arena_cli_writes_the_documented_json(tmp_path, capsys):
+    out = tmp_path / "arena.json"
+    rc = arena.main(["--agents", "random,greedy,rule", "--deals", "20", "--seed", "1",
+                     "--json", str(out), "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "pairwise margins" in text and "rule" in text
+    data = json.loads(out.read_text())
+    assert data["deals"] == 20 and data["seed"] == 1 and data["preset"] == "guiyang"
+    assert data["games"] == 20 * 12 and len(data["seating"]) == 12
+    assert set(data["agents"]) == {"random", "greedy", "rule"}
+    keys = {"mean", "ci95", "win_rate", "self_draw_rate", "deal_in_rate", "win_value",
+            "kongs_per_hand", "chickens_per_hand", "dou_per_hand", "draw_rate", "hands"}
+    for a in data["agents"].values():
+        assert keys <= set(a) and len(a["ci95"]) == 2
+        assert a["ci95"][0] <= a["mean"] <= a["ci95"][1]
+    assert set(data["pairs"]) == {"greedy - random", "rule - random", "rule - greedy"}
+    # zero-sum: random holds two seats per game, the others one
+    m = {k: v["mean"] for k, v in data["agents"].items()}
+    assert 2 * m["random"] + m["greedy"] + m["rule"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_duplicate_agents_three_players_and_workers():
+    kw = dict(seed=2, rules={"preset": "app", "overrides": {"num_players": 3}}, progress=False)
+    one = run_arena(["rule", "rule", "random"], 6, chunk_games=12, **kw)
+    two = run_arena(["rule", "rule", "random"], 6, chunk_games=12, workers=2, **kw)
+    assert one.labels == ["rule#1", "rule#2", "random"]
+    assert (one.acc == two.acc).all()  # results do not depend on the number of processes
+    assert one.summary()["num_players"] == 3
+
+
+def test_cli_rejects_unknown_agents(capsys):
+    with pytest.raises(SystemExit):
+        arena.main(["--agents", "random,nosuch", "--deals", "2"])
+    assert "unknown agent spec 'nosuch'" in capsys.readouterr().err
