@@ -167,22 +167,24 @@ def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
     return w
 
 
-def _discard_features(own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``discard_shanten`` and ``best_discard`` blocks of hands ``[m,27]`` (zero unless 3k+2)."""
+def _shanten_features(own: np.ndarray):
+    """Shanten ``[m]`` of hands ``[m,27]`` with their ``discard_shanten`` and ``best_discard``
+    blocks (zero unless 3k+2 tiles), from one batched ``hands.shanten`` call."""
     m = own.shape[0]
     dsh = np.zeros((m, NUM_KINDS), dtype=np.float32)
     best = np.zeros((m, NUM_KINDS), dtype=np.float32)
     turn = own.sum(-1) % 3 == 2
     r, t = np.nonzero(own * turn[:, None] > 0)
+    after = own[r]
+    after[np.arange(r.size), t] -= 1
+    sh_all = hands.shanten(np.concatenate([own, after])).astype(np.int16)
+    sh, sh_after = sh_all[:m], sh_all[m:]
     if r.size:
-        after = own[r].copy()
-        after[np.arange(r.size), t] -= 1
-        sh = hands.shanten(after).astype(np.int16)
         low = np.full(m, 99, dtype=np.int16)
-        np.minimum.at(low, r, sh)
-        dsh[r, t] = (sh + 1) / 8
-        best[r, t] = sh == low[r]
-    return dsh, best
+        np.minimum.at(low, r, sh_after)
+        dsh[r, t] = (sh_after + 1) / 8
+        best[r, t] = sh_after == low[r]
+    return sh, dsh, best
 
 
 def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: int) -> np.ndarray:
@@ -260,12 +262,12 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     if hand_no is not None:
         out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
-    sh = int(hands.shanten(own))
+    shs, dsh, best = _shanten_features(own[None])
+    sh = int(shs[0])
     if sh <= 0:
         o = off["waits"]
         out[o : o + NUM_KINDS] = _own_waits(own[None], st.meld[g, seat][None], np.array([sh]))[0]
     out[off["shanten"] + min(max(sh + 1, 0), 7)] = 1
-    dsh, best = _discard_features(own[None])
     out[SLICES["discard_shanten"]] = dsh[0]
     out[SLICES["best_discard"]] = best[0]
     return out[None]
@@ -373,10 +375,10 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     if hand_no is not None:
         out[:, _OFF["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
     view("seats_present")[:, :n] = 1
-    sh = hands.shanten(own)
+    sh, dsh, best = _shanten_features(own)
     view("waits")[:] = _own_waits(own, st.meld[g, seat], sh)
     view("shanten")[:] = _SHANTEN_ONEHOT[np.clip(sh + 1, 0, 7)]
-    view("discard_shanten")[:], view("best_discard")[:] = _discard_features(own)
+    view("discard_shanten")[:], view("best_discard")[:] = dsh, best
     return out
 
 
