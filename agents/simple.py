@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import EYE, Agent, counts
+from agents.base import EYE, P_RESPONSE, P_ROB, Agent, counts, phase
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
+from zhuoji_env.observation import block
 from zhuoji_env.tiles import NUM_KINDS
 
 _DISCARDS = slice(A.DISCARD, A.DISCARD + NUM_KINDS)
@@ -41,15 +42,24 @@ def least_shanten_discard(hand, legal, rng=None) -> np.ndarray:
     return sh.argmin(-1)
 
 
+def locked_window(obs) -> np.ndarray:
+    """bool ``[k]``: a response or rob window while the observer is pass-locked (过手胡). A
+    ``hu`` legal then is not a win: under ``pass_win = penalty`` it only pays the penalty (under
+    ``forbid`` it is not legal at all)."""
+    ph = phase(obs)
+    return ((ph == P_RESPONSE) | (ph == P_ROB)) & (block(obs, "pass_lock")[:, 0] > 0.5)
+
+
 class GreedyAgent(Agent):
-    """Wins whenever it may; otherwise discards a tile of least shanten (ties at random) and
-    declines everything else: it passes in every window, never kongs and never declares 报听."""
+    """Wins whenever it may (never into the pass-win penalty); otherwise discards a tile of least
+    shanten (ties at random) and declines everything else: it passes in every window, never
+    kongs and never declares 报听."""
 
     name = "greedy"
 
     def _act(self, obs, mask):
         out = np.where(mask[:, A.PASS], A.PASS, -1)
-        out = np.where(mask[:, A.HU], A.HU, out)
+        out = np.where(mask[:, A.HU] & ~locked_window(obs), A.HU, out)
         need = np.flatnonzero((out < 0) & mask[:, _DISCARDS].any(-1))
         if need.size:
             hand = counts(obs[need], "hand")

@@ -189,6 +189,8 @@ def test_rule_wins_whenever_it_may(variant):
     expect_hu = ~(locked & window & penalty)
     assert (a[expect_hu] == A.HU).all()
     assert (a[~expect_hu] != A.HU).all()  # a locked hu would only pay the penalty
+    g = GreedyAgent(0).act(obs, mask)
+    assert (g[expect_hu] == A.HU).all() and (g[~expect_hu] != A.HU).all()
 
 
 def test_rule_declares_baoting_when_ready():
