@@ -188,17 +188,6 @@ def test_render_from_the_learners_seat():
     assert "player_2 [" in text and "you" in text
 
 
-@pytest.fixture
-def one_torch_thread():
-    """Small networks train fastest on one thread (and far faster on a busy machine)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_maskable_ppo_smoke(one_torch_thread):
     from sb3_contrib import MaskablePPO
 

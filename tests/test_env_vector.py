@@ -232,17 +232,6 @@ def test_sb3_vec_env_batched_opponent():
     assert calls and max(calls) <= 4
 
 
-@pytest.fixture
-def one_torch_thread():
-    """Small networks train fastest on one thread (and far faster on a busy machine)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_maskable_ppo_smoke_on_sb3_vec_env(one_torch_thread):
     from sb3_contrib import MaskablePPO
 

@@ -397,6 +397,13 @@ def render_table(
     return "\n".join(lines)
 
 
+def render_game(game: BatchGame, **kwargs: Any) -> str:
+    """:func:`render_table` of a one-game :class:`BatchGame` with its match scores."""
+    return render_table(
+        game.rules, game.state, 0, scores=game.scores[0], hand_no=int(game.hand_no[0]), **kwargs
+    )
+
+
 def _result_line(result: Mapping[str, Any], names: Sequence[str], glyphs) -> str:
     from zhuoji_env.tiles import kind
 
@@ -608,13 +615,8 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         """The table as a string, whatever ``render_mode`` is."""
         if self.game is None:
             raise RuntimeError("call reset() before rendering")
-        g = self.game
-        return render_table(
-            self.rules,
-            g.state,
-            0,
-            scores=g.scores[0],
-            hand_no=int(g.hand_no[0]),
+        return render_game(
+            self.game,
             viewer=self.viewer if viewer is None else viewer,
             reveal=self.render_all if reveal is None else reveal,
             tile_style=self.tile_style,

@@ -82,7 +82,7 @@ from zhuoji_env.envs.aec import (
     check_options,
     illegal_message,
     observation_box,
-    render_table,
+    render_game,
     score_parts,
 )
 from zhuoji_env.observation import encode
@@ -320,13 +320,8 @@ class SingleAgentEnv(gymnasium.Env):
         """The table seen from the learner's seat, whatever ``render_mode`` is."""
         if self.game is None:
             raise RuntimeError("call reset() before rendering")
-        g = self.game
-        return render_table(
-            self.rules,
-            g.state,
-            0,
-            scores=g.scores[0],
-            hand_no=int(g.hand_no[0]),
+        return render_game(
+            self.game,
             viewer=self.seat,
             reveal=self.render_all if reveal is None else reveal,
             tile_style=self.tile_style,
