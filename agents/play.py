@@ -36,9 +36,10 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
 from zhuoji_env.engine.state import OVER, State
+from zhuoji_env.envs.aec import render_table
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
-from zhuoji_env.tiles import CODES, NUM_KINDS, UNICODE, full_set, kind
+from zhuoji_env.tiles import UNICODE, full_set, kind
 
 
 class Quit(Exception):
@@ -78,18 +79,10 @@ def parse_command(text: str, legal: np.ndarray) -> tuple[int | None, str]:
 
 
 def _render(rules, st, seat, scores, unicode_tiles, hand_no) -> str:
-    try:
-        from zhuoji_env.envs.aec import render_table
-    except ImportError:  # pragma: no cover - the AEC environment is part of the package
-        render_table = None
-    if render_table is not None:
-        return render_table(
-            rules, st, 0, scores=scores, hand_no=hand_no, viewer=seat,
-            tile_style="unicode" if unicode_tiles else "code",
-        )
-    glyphs = UNICODE if unicode_tiles else CODES  # pragma: no cover - minimal fallback
-    hand = np.repeat(np.arange(NUM_KINDS), st.hand[0, seat])  # pragma: no cover
-    return f"your hand: {' '.join(glyphs[k] for k in hand)}"  # pragma: no cover
+    return render_table(
+        rules, st, 0, scores=scores, hand_no=hand_no, viewer=seat,
+        tile_style="unicode" if unicode_tiles else "code",
+    )
 
 
 def _legal_lines(mask: np.ndarray, unicode_tiles: bool) -> str:
