@@ -435,6 +435,11 @@ def run_arena(
     bar = _progress(total, progress)
     start = time.perf_counter()
     results = []
+    if workers > 1 and any(getattr(a, "uses_torch", False) for a in objs):
+        raise ValueError(
+            "workers > 1 forks processes, and a torch agent hangs in a forked process once "
+            "torch has started its threads; use workers=1 (torch agents are batched anyway)"
+        )
     if workers > 1 and len(chunks) > 1 and not keep_games and "fork" in mp.get_all_start_methods():
         ctx = mp.get_context("fork")
         with ctx.Pool(workers, _worker_init, (rules, objs, rotations, seed)) as pool:

@@ -96,3 +96,11 @@ def test_cli_flags_and_bad_values():
         make_agent("ppo")
     with pytest.raises(ValueError, match="no checkpoint file"):
         make_agent("ppo:/nonexistent.pt")
+
+
+def test_arena_refuses_to_fork_with_a_torch_agent(tmp_path):
+    from training.policy import PPOAgent
+
+    agent = PPOAgent(PolicyNet(8), seed=0)
+    with pytest.raises(ValueError, match="workers=1"):
+        run_arena([agent, "random"], 8, chunk_games=8, workers=2, progress=False)

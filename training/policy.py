@@ -77,6 +77,7 @@ class PPOAgent(Agent):
     """Plays a policy network: samples from its masked policy, or takes its argmax."""
 
     name = "ppo"
+    uses_torch = True
 
     def __init__(self, net: PolicyNet, seed=None, greedy: bool = False):
         super().__init__(seed)

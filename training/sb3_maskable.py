@@ -52,6 +52,7 @@ class SB3Agent(Agent):
     """Plays a saved MaskablePPO model through the common agent interface."""
 
     name = "sb3"
+    uses_torch = True
 
     def __init__(self, model, seed=None, deterministic: bool = False):
         super().__init__(seed)
