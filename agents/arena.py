@@ -297,6 +297,14 @@ class ArenaResult:
         a = self.acc
         return a[..., _F["score"]] / np.maximum(a[..., _F["hands"]], 1)
 
+    def margin(self, a: str, b: str) -> tuple[float, list[float]]:
+        """Mean score per hand of agent ``a`` minus agent ``b``, paired by deal, and its 95%
+        interval (the pairwise margin of :meth:`summary`, in either order)."""
+        i, j = self.labels.index(a), self.labels.index(b)
+        per_deal = self.deal_scores()
+        m, lo, hi = mean_ci(per_deal[:, i] - per_deal[:, j])
+        return m, [lo, hi]
+
     def summary(self) -> dict[str, Any]:
         per_deal = self.deal_scores()
         tot = self.acc.sum(0).astype(np.float64)  # [A, FIELDS]

@@ -141,3 +141,14 @@ def test_cli_rejects_unknown_agents(capsys):
     with pytest.raises(SystemExit):
         arena.main(["--agents", "random,nosuch", "--deals", "2"])
     assert "unknown agent spec 'nosuch'" in capsys.readouterr().err
+
+
+def test_margin_is_the_paired_difference_in_either_order():
+    from agents.arena import run_arena
+
+    res = run_arena(["greedy", "random"], 6, seed=2, progress=False)
+    m, (lo, hi) = res.margin("greedy", "random")
+    pair = res.summary()["pairs"]["random - greedy"]
+    assert m == pytest.approx(-pair["mean"]) and [lo, hi] == pytest.approx([-x for x in
+                                                                            pair["ci95"][::-1]])
+    assert res.margin("random", "greedy")[0] == pytest.approx(-m)

@@ -157,15 +157,10 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     for opp in [o for o in args.eval_opponents.split(",") if o]:
         res = run_arena([agent, opp], args.eval_deals, seed=seed, rules=rules, progress=False,
                         labels=["ppo", opp])
-        summary = res.summary()
-        pair = summary["pairs"][f"{opp} - ppo"]  # the later agent minus the earlier
-        ppo = summary["agents"]["ppo"]
-        out[opp] = {
-            "ppo_mean": ppo["mean"],
-            "ppo_ci95": ppo["ci95"],
-            "margin": -pair["mean"],
-            "margin_ci95": [-pair["ci95"][1], -pair["ci95"][0]],
-        }
+        ppo = res.summary()["agents"]["ppo"]
+        margin, ci = res.margin("ppo", opp)
+        out[opp] = {"ppo_mean": ppo["mean"], "ppo_ci95": ppo["ci95"], "margin": margin,
+                    "margin_ci95": ci}
     return out
 
 
@@ -238,9 +233,10 @@ def train(args: Args) -> dict:
                 logits, value = net(o, m)
                 dist = torch.distributions.Categorical(logits=logits)
                 action = dist.sample()
-            learner = pool_seat[np.arange(B), seats] < 0
+            player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
+            learner = player < 0
             for k, member in enumerate(pool):
-                rows = np.flatnonzero(pool_seat[np.arange(B), seats] == k)
+                rows = np.flatnonzero(player == k)
                 if rows.size:
                     with torch.no_grad():
                         pl, _ = member(o[rows], m[rows])

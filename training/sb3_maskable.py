@@ -129,8 +129,8 @@ def train(args: Args) -> dict:
         res = run_arena([agent, opp], args.eval_deals, seed=args.seed + 1000, rules=rules,
                         progress=False, labels=["sb3", opp])
         print(res.table())
-        pair = res.summary()["pairs"][f"{opp} - sb3"]
-        results[opp] = {"margin": -pair["mean"], "ci95": [-pair["ci95"][1], -pair["ci95"][0]]}
+        margin, ci = res.margin("sb3", opp)
+        results[opp] = {"margin": margin, "ci95": ci}
     print(f"saved {out / 'model.zip'}; margins {json.dumps(results)}")
     return {"model": str(out / "model.zip"), "eval": results}
 

@@ -244,6 +244,19 @@ def check_options(render_mode, render_modes, illegal_action: str, tile_style: st
         raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
 
 
+def check_seat(name: str, seat, n: int) -> None:
+    """A seat option must be a seat 0..n-1 or None."""
+    if seat is not None and (
+        isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < n
+    ):
+        raise ValueError(f"{name} must be a seat 0-{n - 1} or None, got {seat!r}")
+
+
+def default_illegal_reward(rules: Rules) -> float:
+    """The penalty of ``illegal_action="penalty"``: ten plain hands, times ``base_stake``."""
+    return float(-10 * rules.pattern_table["pinghu"] * rules.base_stake)
+
+
 def illegal_message(who: str, st: State, i: int, action) -> str:
     """``who tried <action>, which is illegal ...; legal: [...]``."""
     try:
@@ -448,13 +461,12 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         self.rules = Rules.make(rules, **switches)
         n = self.rules.num_players
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
-        if viewer is not None and not 0 <= viewer < n:
-            raise ValueError(f"viewer must be a seat 0-{n - 1} or None, got {viewer!r}")
+        check_seat("viewer", viewer, n)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        if illegal_reward is None:
-            illegal_reward = -10 * self.rules.pattern_table["pinghu"] * self.rules.base_stake
-        self.illegal_reward = float(illegal_reward)
+        self.illegal_reward = (
+            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+        )
         self.render_all = render_all
         self.viewer = viewer
         self.tile_style = tile_style

@@ -80,6 +80,8 @@ from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.aec import (
     RandomPolicy,
     check_options,
+    check_seat,
+    default_illegal_reward,
     illegal_message,
     observation_box,
     render_game,
@@ -121,20 +123,15 @@ class SingleAgentEnv(gymnasium.Env):
         super().__init__()
         self.rules = Rules.make(rules, **switches)
         n = self.rules.num_players
-        if learner_seat is not None and (
-            isinstance(learner_seat, bool)
-            or not isinstance(learner_seat, (int, np.integer))
-            or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat must be a seat 0-{n - 1} or None, got {learner_seat!r}")
+        check_seat("learner_seat", learner_seat, n)
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         self.learner_seat = None if learner_seat is None else int(learner_seat)
         self.opponents = self._opponent_list(opponents, n)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        if illegal_reward is None:
-            illegal_reward = -10 * self.rules.pattern_table["pinghu"] * self.rules.base_stake
-        self.illegal_reward = float(illegal_reward)
+        self.illegal_reward = (
+            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+        )
         self.render_all = render_all
         self.tile_style = tile_style
         self.observation_space = observation_box(self.rules)

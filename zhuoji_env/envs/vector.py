@@ -107,7 +107,13 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame, StepOutput
-from zhuoji_env.envs.aec import RandomPolicy, illegal_message, observation_box, render_table
+from zhuoji_env.envs.aec import (
+    RandomPolicy,
+    check_seat,
+    illegal_message,
+    observation_box,
+    render_table,
+)
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_TILES, parse_tiles
@@ -317,12 +323,7 @@ def _make_sb3_class():
         ):
             self.rules = Rules.make(rules, **switches)
             n = self.rules.num_players
-            if learner_seat is not None and not (
-                isinstance(learner_seat, (int, np.integer)) and 0 <= learner_seat < n
-            ):
-                raise ValueError(
-                    f"learner_seat must be a seat 0-{n - 1} or None, got {learner_seat!r}"
-                )
+            check_seat("learner_seat", learner_seat, n)
             if render_mode not in (None, "ansi", "human"):
                 raise ValueError(
                     f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}"
