@@ -70,7 +70,6 @@ from agents.base import (
     phase,
 )
 from agents.simple import locked_window
-from agents.ukeire import shanten_and_draws
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.observation import block
@@ -145,7 +144,7 @@ class RuleAgent(Agent):
         unseen = np.maximum(live.sum(-1), 1).astype(np.float64)
         rate = 1.0 + self.ron_speedup * n_opp
         tb = self.table
-        s, sp = shanten_and_draws(h)
+        s, sp = hands.shanten_neighbours(h, 1)
         improve = (sp < s[:, None]) & (h + mt < 4) & (live > 0)
         u_std = (live * improve).sum(-1).astype(np.float64)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import EYE, P_RESPONSE, P_ROB, Agent, counts, phase
+from agents.base import P_RESPONSE, P_ROB, Agent, counts, phase
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.observation import block
@@ -26,11 +26,8 @@ class RandomAgent(Agent):
 def discard_shanten(hand: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """int ``[k,27]``: shanten of ``hand`` (3k+2 counts) after discarding each kind; 99 where the
     discard is not in ``legal`` (bool ``[k,27]``)."""
-    out = np.full(legal.shape, 99, dtype=np.int16)
-    r, t = np.nonzero(legal)
-    if r.size:
-        out[r, t] = hands.shanten(hand[r] - EYE[t])
-    return out
+    _, after = hands.shanten_neighbours(hand, -1)
+    return np.where(legal, after, 99).astype(np.int16)
 
 
 def least_shanten_discard(hand, legal, rng=None) -> np.ndarray:

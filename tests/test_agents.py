@@ -19,7 +19,6 @@ from agents import (
 )
 from agents.base import P_RESPONSE, P_ROB, live_counts, phase, visible_counts
 from agents.rule import poisson_sf
-from agents.ukeire import shanten_and_draws
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
@@ -27,7 +26,7 @@ from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, TURN
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import full_set, parse_tiles, to_counts
+from zhuoji_env.tiles import parse_tiles, to_counts
 
 VARIANTS = [
     "guiyang",
@@ -257,22 +256,6 @@ def test_rule_is_deterministic_and_uses_only_the_observation():
 
 
 # --------------------------------------------------------------------------- helpers
-def test_shanten_and_draws_matches_hands_shanten():
-    rng = np.random.default_rng(1)
-    rows = []
-    for _ in range(3000):
-        n = int(rng.choice([1, 4, 7, 10, 13]))
-        suit_only = rng.random() < 0.3
-        pool = np.repeat(np.arange(9), 4) + 9 * rng.integers(3) if suit_only else full_set()
-        rows.append(np.bincount(rng.permutation(pool)[:n], minlength=27))
-    h = np.array(rows, dtype=np.int8)
-    s, sp = shanten_and_draws(h)
-    assert (s == hands.shanten(h)).all()
-    r, t = np.nonzero(h < 4)
-    assert (sp[r, t] == hands.shanten(h[r] + np.eye(27, dtype=np.int8)[t])).all()
-    assert (sp[h == 4] == 99).all()
-
-
 def test_visible_and_live_counts():
     rules = Rules.make("guiyang")
     st = core.deal(rules, _wall(0, {0: "1m1m1m2m3m4m5m6m7m8m9m9m9m9m"}), 0)

@@ -936,3 +936,43 @@ def test_shanten_bad_sizes(size):
     good = P("123m456m789m123p1s")
     with pytest.raises(ValueError):
         H.shanten(np.stack([good, c]))
+
+
+# ============================================================================ neighbours
+@pytest.mark.parametrize("seven", [True, False])
+@pytest.mark.parametrize("change", [1, -1])
+def test_shanten_neighbours_equal_shanten_of_changed_hands(change, seven):
+    rng = np.random.default_rng(5 + change)
+    sizes = (1, 4, 7, 10, 13) if change == 1 else (2, 5, 8, 11, 14)
+    h = np.concatenate(
+        [f(rng, 600, size) for size in sizes for f in (random_hands, near_hands)]
+        + [pairs_hands(rng, 600, sizes[-1])]
+    )
+    s, s_next = H.shanten_neighbours(h, change, seven)
+    np.testing.assert_array_equal(s, H.shanten(h, seven))
+    possible = h < 4 if change == 1 else h > 0
+    r, t = np.nonzero(possible)
+    np.testing.assert_array_equal(s_next[r, t], H.shanten(h[r] + change * EYE[t], seven))
+    assert (s_next[~possible] == 99).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(hand_counts(sizes=(2, 5, 8, 11, 14)))
+def test_shanten_neighbours_discards_property(c):
+    s, after = H.shanten_neighbours(c, -1)
+    assert s.shape == () and after.shape == (27,)
+    assert s == H.shanten(c)
+    for t in range(27):
+        assert after[t] == (H.shanten(c - EYE[t]) if c[t] else 99)
+    # a discard never lowers shanten, and the best discard keeps it
+    assert after[c > 0].min() == s or (s == -1 and after[c > 0].min() == 0)
+
+
+def test_shanten_neighbours_bad_input():
+    with pytest.raises(ValueError, match="change must be"):
+        H.shanten_neighbours(np.zeros(27, np.int8), 2)
+    c13 = T.to_counts(T.parse_tiles("1m2m3m4m5m6m7m8m9m1p2p3p4p"))
+    with pytest.raises(ValueError, match="3k\\+2"):
+        H.shanten_neighbours(c13, -1)
+    with pytest.raises(ValueError, match="3k\\+1"):
+        H.shanten_neighbours(c13 + EYE[0], 1)

@@ -224,9 +224,8 @@ def shanten(concealed, seven_pairs: bool = True) -> np.ndarray:
     m = flat.shape[0]
     d = DIST[suit_index(flat)].astype(np.int16).reshape(m, 3, 10)  # [m, suit, (sets, pair)]
     inf = np.full((m, 1), _INF, dtype=np.int16)
-    # min-plus convolution of suits 0 and 1 over (sets, pair), then close with suit 2
-    combos = np.concatenate([(d[:, 0, :, None] + d[:, 1, None, :]).reshape(m, 100), inf], 1)
-    pair01 = combos[:, _PAIR01].min(-1)  # [m, 10]
+    # suits 0 and 1 combined over (sets, pair), then closed with suit 2
+    pair01 = _conv(d[:, 0], d[:, 1])
     d2 = np.concatenate([d[:, 2], inf], 1)
     nf = n.reshape(-1)
     best = (pair01 + np.take_along_axis(d2, _LAST[np.minimum(nf // 3, 4)], 1)).min(-1)
@@ -234,6 +233,63 @@ def shanten(concealed, seven_pairs: bool = True) -> np.ndarray:
     if seven_pairs:
         out = np.where(nf >= 13, np.minimum(out, 6 - (flat // 2).sum(-1)), out)
     return out.astype(np.int8).reshape(n.shape)
+
+
+def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
+    """Shanten of hands and of each hand with one tile of each kind added or removed.
+
+    ``change=+1`` takes 3k+1 hands (the draws), ``change=-1`` 3k+2 hands (the discards).
+    Returns ``(s [...], s_next [..., 27])`` int8: ``s`` equals :func:`shanten` of the hands and
+    ``s_next[..., t]`` equals :func:`shanten` of the hand with one ``t`` added (removed), 99
+    where that is impossible (a fifth copy; a kind not held). A change touches one suit only, so
+    the other two suits are combined once per hand and each kind costs one table lookup: about
+    the cost of three :func:`shanten` calls instead of 28.
+    """
+    if change not in (1, -1):
+        raise ValueError(f"change must be +1 (add a tile) or -1 (remove one), got {change!r}")
+    c = _counts(concealed)
+    n = c.sum(-1)
+    if np.any(n % 3 != (1 if change == 1 else 2)) or np.any(n > 14):
+        kind = "3k+1" if change == 1 else "3k+2"
+        raise ValueError(f"shanten_neighbours(change={change}) needs {kind} tiles, at most 14")
+    flat = c.reshape(-1, NUM_KINDS)
+    m, nf = flat.shape[0], n.reshape(-1)
+    idx = suit_index(flat)  # [m, 3]
+    d = DIST[idx].astype(np.int16).reshape(m, 3, 10)
+    per_suit = flat.reshape(m, 3, 9)
+    ok = per_suit < 4 if change == 1 else per_suit > 0
+    moved = np.where(ok, idx[:, :, None] + change * _POW5, idx[:, :, None])
+    d_next = DIST[moved].astype(np.int16).reshape(m, 3, 9, 10)
+    # for each suit, the other two combined, then read by this suit's (sets, pair) through the
+    # gather of ``shanten`` (the completing column of k sets and one pair, 10: INF)
+    combos = np.full((m, 3, 101), _INF, dtype=np.int16)
+    combos[..., :100] = (d[:, _OTHER_A, :, None] + d[:, _OTHER_B, None, :]).reshape(m, 3, 100)
+    rest = np.full((m, 3, 11), _INF, dtype=np.int16)
+    rest[..., :10] = combos[..., _PAIR01].min(-1)
+    last = _LAST[np.minimum(nf // 3, 4)]  # [m, 10]
+    rest = rest[np.arange(m)[:, None, None], _SUITS[:, None], last[:, None, :]]  # [m, 3, 10]
+    base = (d[:, 0] + rest[:, 0]).min(-1)
+    s_next = (d_next + rest[:, :, None, :]).min(-1)  # [m, 3, 9]
+    base = np.minimum(base, _INF) - 1
+    s_next = np.minimum(s_next.reshape(m, NUM_KINDS), _INF) - 1
+    ok = ok.reshape(m, NUM_KINDS)
+    if seven_pairs:
+        pairs = (flat // 2).sum(-1)
+        base = np.where(nf >= 13, np.minimum(base, 6 - pairs), base)
+        gained = flat % 2 == 1 if change == 1 else (flat % 2 == 0) & (flat > 0)
+        pairs_next = pairs[:, None] + change * gained
+        seven = (nf + change >= 13)[:, None]
+        s_next = np.where(seven, np.minimum(s_next, 6 - pairs_next), s_next)
+    s_next = np.where(ok, s_next, 99)
+    return base.astype(np.int8).reshape(n.shape), s_next.astype(np.int8).reshape(c.shape)
+
+
+def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Min-plus convolution ``[m, 10]`` of two suits' distances ``[m, 10]`` over (sets, pair)."""
+    m = a.shape[0]
+    inf = np.full((m, 1), _INF, dtype=np.int16)
+    combos = np.concatenate([(a[:, :, None] + b[:, None, :]).reshape(m, 100), inf], 1)
+    return combos[:, _PAIR01].min(-1)
 
 
 def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +320,8 @@ def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
 
 
 _PAIR01, _LAST = _shanten_gathers()
+_SUITS = np.arange(3)
+_OTHER_A, _OTHER_B = np.array([1, 0, 0]), np.array([2, 2, 1])  # the other suits of 0, 1, 2
 
 
 # --------------------------------------------------------------------------- patterns

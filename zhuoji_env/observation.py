@@ -169,21 +169,20 @@ def _own_waits(own: np.ndarray, m: np.ndarray, sh: np.ndarray) -> np.ndarray:
 
 def _shanten_features(own: np.ndarray):
     """Shanten ``[m]`` of hands ``[m,27]`` with their ``discard_shanten`` and ``best_discard``
-    blocks (zero unless 3k+2 tiles), from one batched ``hands.shanten`` call."""
+    blocks (zero unless 3k+2 tiles)."""
     m = own.shape[0]
+    sh = np.empty(m, dtype=np.int16)
     dsh = np.zeros((m, NUM_KINDS), dtype=np.float32)
     best = np.zeros((m, NUM_KINDS), dtype=np.float32)
     turn = own.sum(-1) % 3 == 2
-    r, t = np.nonzero(own * turn[:, None] > 0)
-    after = own[r]
-    after[np.arange(r.size), t] -= 1
-    sh_all = hands.shanten(np.concatenate([own, after])).astype(np.int16)
-    sh, sh_after = sh_all[:m], sh_all[m:]
-    if r.size:
-        low = np.full(m, 99, dtype=np.int16)
-        np.minimum.at(low, r, sh_after)
-        dsh[r, t] = (sh_after + 1) / 8
-        best[r, t] = sh_after == low[r]
+    if not turn.all():
+        sh[~turn] = hands.shanten(own[~turn])
+    if turn.any():
+        s, after = hands.shanten_neighbours(own[turn], -1)
+        sh[turn] = s
+        held = after < 99
+        dsh[turn] = np.where(held, (after + 1) / 8, 0)
+        best[turn] = held & (after == after.min(-1, keepdims=True))
     return sh, dsh, best
 
 
