@@ -297,17 +297,54 @@ def test_observation_does_not_leak_hidden_tiles(players):
 
 @pytest.mark.parametrize("players", [4, 3])
 def test_single_observation_path_matches_the_batched_encoder(players):
-    """``observe`` encodes one seat (a scalar fast path): it equals the batched encoding."""
-    from zhuoji_env.observation import encode
+    """``observe`` encodes one seat (a scalar fast path): it equals the batched encoding, over
+    games played by the greedy agent (ready hands and their waits) and at random (kongs)."""
+    from agents.simple import GreedyAgent
+    from zhuoji_env.observation import block, encode
 
-    game = zhuoji_env.BatchGame("app", 4, seed=9, num_players=players, hands_per_game=3)
+    b = 8
+    game = zhuoji_env.BatchGame("app", b, seed=9, num_players=players, hands_per_game=3)
+    agent = GreedyAgent(seed=9)
     rng = np.random.default_rng(9)
-    rows = np.arange(4)
-    for _ in range(150):
+    rows = np.arange(b)
+    with_waits = with_kongs = 0
+    for _ in range(400):
         for seat in range(players):
-            seats = np.full(4, seat)
+            seats = np.full(b, seat)
             full = encode(game.state, rows, seats, game.scores, game.hand_no, 3)
+            with_waits += int(block(full, "waits").any(-1).sum())
+            with_kongs += int(block(full, "kong_counts").any((-1, -2)).sum())
             for i in rows:
                 one = encode(game.state, [i], [seat], game.scores, game.hand_no, 3)
-                assert np.array_equal(one[0], full[i])
-        game.step(game.random_actions(rng))
+                np.testing.assert_array_equal(one[0], full[i])
+        obs = encode(game.state, rows, game.actor, game.scores, game.hand_no, 3)
+        greedy = agent.act(obs, game.mask)
+        game.step(np.where(rows % 2 == 0, greedy, game.random_actions(rng)))
+    assert with_waits > 500 and with_kongs > 50
+
+
+def test_waits_block_skips_waits_on_a_kind_held_four_times():
+    """A hand whose only wait is a kind it holds four times (here in a kong) is not ready
+    (RULES.md 5.2): no ``waits`` entry, on either encoding path, though its shanten is 0."""
+    from zhuoji_env.engine.state import MING_KONG
+    from zhuoji_env.observation import block, encode
+    from zhuoji_env.tiles import parse_tiles, to_counts
+
+    game = zhuoji_env.BatchGame("guiyang", 2, seed=1)
+    st = game.state
+    five_m = parse_tiles("5m")[0]
+    st.meld[:, 0] = 0
+    st.meld[:, 0, five_m] = MING_KONG
+    st.hand[0, 0] = to_counts("4m6m1p2p3p4p5p6p7p7p")  # waits on 5m only: dead
+    st.hand[1, 0] = to_counts("4m6m1p2p3p4p5p6p7p7p9s")  # discarding 9s leaves that hand
+    batched = encode(st, [0, 1], [0, 0])
+    for i in range(2):
+        one = encode(st, [i], [0])[0]
+        np.testing.assert_array_equal(one, batched[i])
+        assert not block(one, "waits").any()
+        assert block(one, "shanten").argmax() == 1  # shanten 0
+    st.meld[:, 0, five_m] = 0  # without the kong, 5m is live again
+    st.hand[:, 0, five_m] = 0
+    for i, idx in ((0, five_m), (1, parse_tiles("9s")[0])):
+        one = encode(st, [i], [0])[0]
+        assert np.flatnonzero(block(one, "waits")).tolist() == [idx]

@@ -976,3 +976,38 @@ def test_shanten_neighbours_bad_input():
         H.shanten_neighbours(c13, -1)
     with pytest.raises(ValueError, match="3k\\+1"):
         H.shanten_neighbours(c13 + EYE[0], 1)
+
+
+# ======================================================================= one hand, plain Python
+def test_one_hand_functions_equal_the_array_functions():
+    rng = np.random.default_rng(11)
+    turn = np.concatenate(
+        [f(rng, 400, size) for size in (2, 5, 8, 11, 14) for f in (random_hands, near_hands)]
+        + [pairs_hands(rng, 400, 14)]
+    )
+    wait = np.concatenate(
+        [f(rng, 400, size) for size in (1, 4, 7, 10, 13) for f in (random_hands, near_hands)]
+        + [pairs_hands(rng, 400, 13)]
+    )
+    s, after = H.shanten_neighbours(turn, -1)
+    for i, c in enumerate(turn.tolist()):
+        assert H.suit_indices_one(c) == H.suit_index(turn[i]).tolist()
+        assert H.discard_shanten_one(c) == (s[i], after[i].tolist())
+        for melds in (0, 1):
+            assert H.is_win_one(c, melds) == H.is_win(turn[i], melds)
+    sh = H.shanten(wait)
+    for i, c in enumerate(wait.tolist()):
+        assert H.shanten_one(c) == sh[i]
+        for melds in (0, 1):
+            assert H.waits_one(c, melds) == np.flatnonzero(H.waits(wait[i], melds)).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(hand_counts(sizes=(1, 4, 7, 10, 13)), st.integers(0, 4))
+def test_one_hand_waits_property(c, melds):
+    cl = c.tolist()
+    assert H.waits_one(cl, melds) == np.flatnonzero(H.waits(c, melds)).tolist()
+    assert H.shanten_one(cl) == H.shanten(c)
+    for t in range(27):
+        if c[t] < 4:
+            assert H.is_win_one((c + EYE[t]).tolist(), melds) == H.is_win(c + EYE[t], melds)

@@ -382,3 +382,105 @@ def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.nda
     out = np.zeros(c.shape[0], dtype=np.int32)
     np.maximum.at(out, rows, hand_value(won, mt[rows], nm[rows], table))
     return out.reshape(shape)
+
+
+# --------------------------------------------------------------------------- one hand, plain Python
+# The batch-1 paths (the AEC environment: ``engine.fastpath`` and ``observation``) evaluate one
+# hand at a time, where numpy's per-call overhead dominates. These functions read the same tables
+# through memoryviews with Python integers; tests check them against the array functions above.
+# ``counts`` is a list of 27 ints (0-4); nothing is validated.
+_DIST_MV = memoryview(DIST.reshape(-1))
+_WIN_MV = memoryview(WIN_CODE)
+_PAIR_MV = memoryview(PAIR_CODE)
+_REM_MV = memoryview(SUIT_REM)
+_WAITS_MV = memoryview(SUIT_WAITS)
+_POW5_LIST = _POW5.tolist()
+_LAST_LISTS = _LAST.tolist()
+_CONV_CELLS = tuple(
+    tuple((int(x) // 10, int(x) % 10) for x in row if x < 100) for row in _PAIR01
+)  # per (sets, pair) cell: the (suit a, suit b) cells that sum to it
+
+
+def suit_indices_one(counts: list[int]) -> list[int]:
+    """:func:`suit_index` of one hand."""
+    out = []
+    for s in (0, 9, 18):
+        i = 0
+        for x in counts[s : s + 9]:
+            i = i * 5 + x
+        out.append(i)
+    return out
+
+
+def is_win_one(counts: list[int], melds: int, idx: list[int] | None = None) -> bool:
+    """:func:`is_win` of one hand (``idx``: its suit indices, when known)."""
+    i0, i1, i2 = suit_indices_one(counts) if idx is None else idx
+    if _WIN_MV[i0] + _WIN_MV[i1] + _WIN_MV[i2] == 6:
+        return True
+    return melds == 0 and _PAIR_MV[i0] + _PAIR_MV[i1] + _PAIR_MV[i2] == 7
+
+
+def waits_one(counts: list[int], melds: int, idx: list[int] | None = None) -> list[int]:
+    """The kinds of :func:`waits` of one 3k+1 hand, ascending."""
+    idx = suit_indices_one(counts) if idx is None else idx
+    code = [_WIN_MV[i] for i in idx]
+    total = code[0] + code[1] + code[2]
+    out = []
+    for s in range(3):
+        rem = _REM_MV[idx[s]]
+        if total - code[s] == (2 if rem == 1 else 5 if rem == 2 else -1):
+            bits = _WAITS_MV[idx[s]]
+            out.extend(9 * s + r for r in range(9) if bits >> r & 1)
+    if melds == 0 and sum(counts) == 13:
+        odd = [t for t in range(NUM_KINDS) if counts[t] % 2]
+        if len(odd) == 1 and odd[0] not in out:
+            out.append(odd[0])
+            out.sort()
+    return out
+
+
+def _conv_one(a, b) -> list[int]:
+    return [min([a[i] + b[j] for i, j in cells]) for cells in _CONV_CELLS] + [_INF]
+
+
+def shanten_one(counts: list[int]) -> int:
+    """:func:`shanten` of one hand (seven pairs included)."""
+    n = sum(counts)
+    d = [_DIST_MV[10 * i : 10 * i + 10] for i in suit_indices_one(counts)]
+    rest = _conv_one(d[0], d[1])
+    d2 = d[2]
+    last = _LAST_LISTS[min(n // 3, 4)]
+    best = min(min([rest[j] + (d2[c] if c < 10 else _INF) for j, c in enumerate(last)]), _INF) - 1
+    if n >= 13:
+        best = min(best, 6 - sum(x // 2 for x in counts))
+    return best
+
+
+def discard_shanten_one(counts: list[int], idx: list[int] | None = None):
+    """:func:`shanten_neighbours` ``(change=-1)`` of one 3k+2 hand: ``(s, after)``, ``after`` a
+    list of 27 (99 for kinds not held)."""
+    idx = suit_indices_one(counts) if idx is None else idx
+    n = sum(counts)
+    last = _LAST_LISTS[min(n // 3, 4)]
+    d = [_DIST_MV[10 * i : 10 * i + 10] for i in idx]
+    rests = []
+    for o1, o2 in ((1, 2), (0, 2), (0, 1)):
+        cv = _conv_one(d[o1], d[o2])
+        rests.append([cv[c] for c in last])
+    d0, r0 = d[0], rests[0]
+    base = min(min([d0[j] + r0[j] for j in range(10)]), _INF) - 1
+    after = [99] * NUM_KINDS
+    for t in range(NUM_KINDS):
+        if counts[t]:
+            s = t // 9
+            i = 10 * (idx[s] - _POW5_LIST[t % 9])
+            dn, r = _DIST_MV[i : i + 10], rests[s]
+            after[t] = min(min([dn[j] + r[j] for j in range(10)]), _INF) - 1
+    if n == 14:
+        pairs = sum(x // 2 for x in counts)
+        base = min(base, 6 - pairs)
+        for t in range(NUM_KINDS):
+            c = counts[t]
+            if c:
+                after[t] = min(after[t], 6 - pairs + (c % 2 == 0))
+    return base, after

@@ -186,12 +186,57 @@ def _shanten_features(own: np.ndarray):
     return sh, dsh, best
 
 
+def _own_features_one(out: np.ndarray, own: list[int], own_meld: list[int]) -> None:
+    """The hand-evaluation blocks (``waits`` .. ``best_discard``) of one hand, written into
+    ``out``: :func:`_own_waits` and :func:`_shanten_features` in plain Python."""
+    nm = sum(1 for x in own_meld if x)
+    idx = hands.suit_indices_one(own)
+    turn = sum(own) % 3 == 2
+    if turn:
+        sh, after = hands.discard_shanten_one(own, idx)
+        low = min(after)
+        o, ob = _OFF["discard_shanten"], _OFF["best_discard"]
+        for t, x in enumerate(after):
+            if x < 99:
+                out[o + t] = (x + 1) / 8
+                if x == low:
+                    out[ob + t] = 1
+    else:
+        sh = hands.shanten_one(own)
+    out[_OFF["shanten"] + min(max(sh + 1, 0), 7)] = 1
+    if sh > 0:
+        return
+    held = [c + _MELD_TILES_LIST[m] for c, m in zip(own, own_meld, strict=True)]
+    o = _OFF["waits"]
+    if not turn:
+        for t in hands.waits_one(own, nm, idx):
+            if held[t] < 4:
+                out[o + t] = 1
+        return
+    for t, x in enumerate(after):
+        if x == 0:  # a ready discard leaves a hand of shanten 0
+            s = t // 9
+            moved = idx.copy()
+            moved[s] -= _POW5_LIST[t % 9]
+            own[t] -= 1
+            held[t] -= 1
+            if any(held[w] < 4 for w in hands.waits_one(own, nm, moved)):
+                out[o + t] = 1
+            own[t] += 1
+            held[t] += 1
+
+
+_MELD_TILES_LIST = [0, 3, 4, 4, 4]  # tiles per meld type (none, pong, three kongs)
+_POW5_LIST = [5 ** (8 - r) for r in range(9)]
+_REL = {n: [[(seat + j) % n for j in range(n)] for seat in range(n)] for n in (3, 4)}
+
+
 def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: int) -> np.ndarray:
     """``encode`` of one observation ``[1, OBS_SIZE]`` with scalar indexing (the AEC path)."""
     n = st.num_players
     out = np.zeros(OBS_SIZE, dtype=np.float32)
     off = _OFF
-    rel = [(seat + j) % n for j in range(n)]
+    rel = _REL[n][seat]
     own = st.hand[g, seat]
     out[off["hand"] : off["hand"] + NUM_KINDS] = own
     meld = st.meld[g][rel]  # [n,27]
@@ -203,57 +248,63 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     out[o : o + span] = ((meld == MING_KONG) | (meld == BU_KONG)).ravel()
     o = off["kong_concealed_own"]
     out[o : o + NUM_KINDS] = meld[0] == AN_KONG
-    kc = out[off["kong_counts"] : off["kong_counts"] + 4 * n].reshape(n, 4)
-    kc[:, 0] = ((meld == AN_KONG) & ~late).sum(-1)
-    kc[:, 1] = ((meld == BU_KONG) & ~late).sum(-1)
-    kc[:, 2] = (meld == MING_KONG).sum(-1)
-    kc[:, 3] = late.sum(-1)
+    if meld.any():
+        kc = out[off["kong_counts"] : off["kong_counts"] + 4 * n].reshape(n, 4)
+        kc[:, 0] = ((meld == AN_KONG) & ~late).sum(-1)
+        kc[:, 1] = ((meld == BU_KONG) & ~late).sum(-1)
+        kc[:, 2] = (meld == MING_KONG).sum(-1)
+        kc[:, 3] = late.sum(-1)
     o = off["river"]
     out[o : o + span] = st.river_counts[g][rel].ravel()
+    river = st.river[g].tolist()
+    rlen = st.river_len[g].tolist()
+    hot = []
+    yaoji = 0
     o = off["river_recent"]
     for j, s in enumerate(rel):
-        rl = int(st.river_len[g, s])
-        if rl:
-            last = st.river[g, s, max(rl - RECENT, 0) : rl][::-1].astype(np.int64)
-            out[o + (j * RECENT + np.arange(last.size)) * NUM_KINDS + last] = 1
+        row = river[s][: rlen[s]]
+        yaoji += row.count(YAOJI)
+        for i, t in enumerate(row[: -RECENT - 1 : -1]):
+            hot.append(o + (j * RECENT + i) * NUM_KINDS + t)
     phase = int(st.phase[g])
     turn_seat = int(st.turn_seat[g])
     if phase == RESPONSE or phase == ROB:
         t = int(st.tile[g])
         if t >= 0:
-            out[off["tile"] + t] = 1
-        out[off["tile_from"] + (turn_seat - seat) % n] = 1
+            hot.append(off["tile"] + t)
+        hot.append(off["tile_from"] + (turn_seat - seat) % n)
     if phase < 4:
-        out[off["phase"] + phase] = 1
-        out[off["to_act"] + (int(st.actor[g]) - seat) % n] = 1
+        hot.append(off["phase"] + phase)
+        hot.append(off["to_act"] + (int(st.actor[g]) - seat) % n)
     drawn = int(st.drawn[g])
     if turn_seat == seat and (phase == TURN or phase == BAOTING_DISCARD) and drawn >= 0:
-        out[off["drawn"] + drawn] = 1
+        hot.append(off["drawn"] + drawn)
     o = off["turn_flags"]
     out[o] = st.drew[g]
     out[o + 1] = st.rep_draw[g]
     out[o + 2] = st.turn_kong[g].any()
     o = off["yaoji"]
-    out[o] = int((st.river[g] == YAOJI).sum()) / 4
+    out[o] = yaoji / 4
     ys = int(st.yaoji_seat[g])
     if ys >= 0:
-        out[o + 1 + (ys - seat) % n] = 1
+        hot.append(o + 1 + (ys - seat) % n)
     fate = int(st.yaoji_fate[g])
     if 1 <= fate <= 3:
-        out[o + 4 + fate] = 1
+        hot.append(o + 4 + fate)
     claimer = int(st.yaoji_claimer[g])
     out[o + 8] = claimer == seat
     if claimer >= 0:
-        out[off["zeren_claimer"] + (claimer - seat) % n] = 1
-    bt = st.baoting[g][rel]
+        hot.append(off["zeren_claimer"] + (claimer - seat) % n)
+    bt = st.baoting[g].tolist()
     o = off["baoting"]
-    out[o : o + 2 * n : 2] = bt == 1
-    out[o + 1 : o + 2 * n : 2] = bt == 2
+    for j, s in enumerate(rel):
+        if bt[s]:
+            hot.append(o + 2 * j + bt[s] - 1)
     out[off["pass_lock"]] = st.pass_lock[g, seat]
     left = max(int(st.back[g]) - int(st.front[g]) + 1, 0)
     out[off["wall"]] = left / NUM_TILES
     out[off["wall"] + 1] = left == 0
-    out[off["dealer"] + (int(st.dealer[g]) - seat) % n] = 1
+    hot.append(off["dealer"] + (int(st.dealer[g]) - seat) % n)
     out[off["streak"]] = int(st.streak[g]) / 10
     if scores is not None:
         o = off["scores"]
@@ -261,14 +312,8 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     if hand_no is not None:
         out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
-    shs, dsh, best = _shanten_features(own[None])
-    sh = int(shs[0])
-    if sh <= 0:
-        o = off["waits"]
-        out[o : o + NUM_KINDS] = _own_waits(own[None], st.meld[g, seat][None], np.array([sh]))[0]
-    out[off["shanten"] + min(max(sh + 1, 0), 7)] = 1
-    out[SLICES["discard_shanten"]] = dsh[0]
-    out[SLICES["best_discard"]] = best[0]
+    out[hot] = 1
+    _own_features_one(out, own.tolist(), meld[0].tolist())
     return out[None]
 
 
