@@ -12,6 +12,7 @@ import numpy as np
 
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import fastpath
 from zhuoji_env.engine.settlement import baoting_bonus, meld_tiles, settle, streak_term, zimo_extra
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -419,8 +420,18 @@ def step(rules: Rules, st: State, actions, active=None) -> np.ndarray:
 
     Every action must be legal for its game's actor (``st.mask``); finished games take ``-1``.
     With ``active`` (bool ``[B]``) only those games move; the others take ``-1`` and keep
-    their state.
+    their state. A batch of one takes the plain-Python :mod:`~zhuoji_env.engine.fastpath`
+    for the moves it covers.
     """
+    if st.batch_size == 1 and active is None:
+        ended = fastpath.step_one(rules, st, actions)
+        if ended is not None:
+            return ended
+    return step_arrays(rules, st, actions, active)
+
+
+def step_arrays(rules: Rules, st: State, actions, active=None) -> np.ndarray:
+    """:func:`step` by the array code alone, whatever the batch size (the fast path's check)."""
     actions = check_actions(st, actions, active)
     live = np.flatnonzero(actions != -1)
     if not live.size:

@@ -1,0 +1,229 @@
+"""A plain-Python path of :func:`core.step <zhuoji_env.engine.core.step>` for a batch of one.
+
+At batch size 1 (the AEC environment, replays, a human at the terminal) the array code pays
+numpy's per-call overhead on every line, about 200 us a step. The moves of nearly every turn are
+written here a second time with Python integers on the same :class:`State` arrays: a discard
+(打牌) and the response window it opens, a ``pass`` in that window, the live draw (摸牌) that
+follows, a wall running out (黄庄), and the next actor's mask. Everything else (wins, pongs,
+kongs, 报听, robbing, pass-win penalties) returns ``None`` untouched for the array code to
+apply. ``tests/test_engine.py`` plays thousands of games of every preset and switch through
+both paths and compares every field of the state after every step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zhuoji_env import hands
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.settlement import meld_tiles, settle
+from zhuoji_env.engine.state import (
+    AN_KONG,
+    BAOTING_DISCARD,
+    END_DRAW,
+    MAX_DECISIONS,
+    OPT_HU,
+    OPT_KONG,
+    OPT_PONG,
+    OVER,
+    PONG_MELD,
+    RESPONSE,
+    TURN,
+    YAOJI_IN_RIVER,
+    YAOJI_NONE,
+    State,
+)
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_KINDS, YAOJI
+
+_GAME0 = np.zeros(1, dtype=np.int64)
+_DISCARDS = slice(A.DISCARD, A.DISCARD + NUM_KINDS)
+_ANGANGS = slice(A.ANGANG, A.ANGANG + NUM_KINDS)
+_BUGANGS = slice(A.BUGANG, A.BUGANG + NUM_KINDS)
+
+
+def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
+    """:func:`core.step` of a one-game batch when the action is a legal discard or a legal
+    ``pass`` in a response window that resolves without a claim; ``None`` (nothing changed)
+    for anything else, including illegal input, which the array code then reports."""
+    if not isinstance(actions, np.ndarray) or actions.shape != (1,):
+        return None
+    if actions.dtype.kind not in "iu":
+        return None
+    a = int(actions[0])
+    if not 0 <= a < A.NUM_ACTIONS or not st.mask[0, a]:
+        return None
+    pos = int(st.rec_len[0])
+    if pos >= MAX_DECISIONS:
+        return None
+    phase = int(st.phase[0])
+    seat = int(st.actor[0])
+    if phase in (TURN, BAOTING_DISCARD) and a < A.DISCARD + NUM_KINDS:
+        _record(st, pos, seat, a)
+        _discard(rules, st, seat, a - A.DISCARD)
+    elif phase == RESPONSE and a == A.PASS and _pass_resolves_quietly(st, seat):
+        _record(st, pos, seat, a)
+        _pass(rules, st, seat)
+    else:
+        return None
+    if st.phase[0] == OVER:
+        settle(rules, st, _GAME0)
+        return np.ones(1, dtype=bool)
+    _masks(rules, st)
+    return np.zeros(1, dtype=bool)
+
+
+def _record(st: State, pos: int, seat: int, a: int) -> None:
+    st.rec_seat[0, pos] = seat
+    st.rec_action[0, pos] = a
+    st.rec_len[0] = pos + 1
+
+
+def _discard(rules: Rules, st: State, s: int, t: int) -> None:
+    """Seat ``s`` discards ``t`` and the response window opens (RULES.md 3.2)."""
+    st.hand[0, s, t] -= 1
+    pos = int(st.river_len[0, s])
+    st.river[0, s, pos] = t
+    st.river_len[0, s] = pos + 1
+    st.river_counts[0, s, t] += 1
+    st.discarded[0, s] = True
+    if t == YAOJI and st.yaoji_fate[0] == YAOJI_NONE:
+        st.yaoji_fate[0] = YAOJI_IN_RIVER
+        st.yaoji_seat[0] = s
+        st.yaoji_pos[0] = pos
+    st.tile[0] = t
+    n = rules.num_players
+    live = st.front[0] <= st.back[0]
+    all_hands = st.hand[0].tolist()
+    melds = st.meld[0].tolist()
+    baoting = st.baoting[0].tolist()
+    locked = st.pass_lock[0].tolist()
+    opts = [0] * n
+    asked = -1
+    for j in range(1, n):
+        q = (s + j) % n
+        h = all_hands[q]
+        nm = sum(1 for x in melds[q] if x)
+        h[t] += 1
+        o = 0
+        if hands.is_win_one(h, nm) and not (rules.pass_win == "forbid" and locked[q]):
+            o = OPT_HU if _may_ron(rules, st, h, melds[q], nm, baoting[q] or baoting[s]) else 0
+        h[t] -= 1
+        if not baoting[q]:
+            if h[t] >= 2:
+                o |= OPT_PONG
+            if h[t] == 3 and live:
+                o |= OPT_KONG
+        opts[q] = o
+        if o and asked < 0:
+            asked = q
+    st.claim_opts[0] = opts
+    st.claim_choice[0] = -1
+    st.turn_seat[0] = s
+    st.phase[0] = RESPONSE
+    if asked >= 0:
+        st.actor[0] = asked
+    else:
+        _live_draw(st, (s + 1) % n)
+
+
+def _may_ron(rules: Rules, st: State, h: list[int], meld: list[int], nm: int, bt: int) -> bool:
+    """A winning hand on a discard needs a passport unless it is not plain (RULES.md 5.3)."""
+    if any(x >= AN_KONG for x in meld) or st.turn_kong[0].any() or (rules.baoting and bt > 0):
+        return True
+    m = np.array(meld, dtype=np.int8)
+    return not bool(hands.is_plain(np.array(h, dtype=np.int8), meld_tiles(m), nm))
+
+
+def _next_asked(st: State, p: int, after: int) -> int:
+    """The next seat after ``after`` in turn order from ``p + 1`` with a claim, or -1."""
+    n = st.num_players
+    opts = st.claim_opts[0].tolist()
+    for j in range((after - p) % n + 1, n):
+        q = (p + j) % n
+        if opts[q]:
+            return q
+    return -1
+
+
+def _pass_resolves_quietly(st: State, q: int) -> bool:
+    """The ``pass`` of seat ``q`` either hands the window on or closes it with no claim made."""
+    if _next_asked(st, int(st.turn_seat[0]), q) >= 0:
+        return True
+    choice = st.claim_choice[0].tolist()
+    return all(c < 0 or c == A.PASS for i, c in enumerate(choice) if i != q)
+
+
+def _pass(rules: Rules, st: State, q: int) -> None:
+    p = int(st.turn_seat[0])
+    st.claim_choice[0, q] = A.PASS
+    nxt = _next_asked(st, p, q)
+    if nxt >= 0:
+        st.actor[0] = nxt
+        return
+    st.pass_lock[0] |= (st.claim_opts[0] & OPT_HU) > 0  # every seat offered hu declined it
+    _live_draw(st, (p + 1) % rules.num_players)
+
+
+def _live_draw(st: State, s: int) -> None:
+    """Seat ``s`` draws from the front and takes a turn; an empty wall ends in 黄庄."""
+    front = int(st.front[0])
+    if front > st.back[0]:
+        st.end[0] = END_DRAW
+        st.phase[0] = OVER
+        return
+    t = int(st.wall[0, front])
+    st.front[0] = front + 1
+    st.hand[0, s, t] += 1
+    st.turn_kong[0] = False
+    st.rep_draw[0] = False
+    st.pass_lock[0, s] = False
+    st.drawn[0] = t
+    st.drew[0] = True
+    st.phase[0] = TURN
+    st.actor[0] = s
+    st.turn_seat[0] = s
+    st.tile[0] = -1
+
+
+def _masks(rules: Rules, st: State) -> None:
+    """The mask of the next actor: a turn after a live draw, or a response window."""
+    row = st.mask[0]
+    row[:] = False
+    s = int(st.actor[0])
+    if st.phase[0] == RESPONSE:
+        o = int(st.claim_opts[0, s])
+        row[A.HU] = o & OPT_HU
+        row[A.PONG] = o & OPT_PONG
+        row[A.KONG] = o & OPT_KONG
+        row[A.PASS] = True
+        return
+    hrow = st.hand[0, s]
+    h = hrow.tolist()
+    meld = st.meld[0, s]
+    nm = sum(1 for x in meld.tolist() if x)
+    frozen = st.baoting[0, s] > 0
+    drew = bool(st.drew[0])
+    row[A.HU] = drew and hands.is_win_one(h, nm)
+    if frozen:
+        row[A.DISCARD + int(st.drawn[0])] = True
+    else:
+        row[_DISCARDS] = hrow > 0
+        if st.front[0] <= st.back[0]:
+            row[_ANGANGS] = hrow == 4
+            row[_BUGANGS] = (meld == PONG_MELD) & (hrow >= 1)
+    if rules.baoting and drew and nm == 0 and not frozen and not st.discarded[0, s]:
+        row[A.BAOTING] = _has_ready_discard(h)
+
+
+def _has_ready_discard(h: list[int]) -> bool:
+    """Some discard leaves the meld-free hand ready (报听 is possible, RULES.md 3.4)."""
+    _, after = hands.discard_shanten_one(h)
+    for t, x in enumerate(after):
+        if x == 0:
+            h[t] -= 1
+            ready = any(h[w] < 4 for w in hands.waits_one(h, 0))
+            h[t] += 1
+            if ready:
+                return True
+    return False
