@@ -13,6 +13,7 @@ It is built once by a dynamic programme over the nine ranks and cached in ``data
 from __future__ import annotations
 
 import os
+from operator import add, itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -395,10 +396,11 @@ _PAIR_MV = memoryview(PAIR_CODE)
 _REM_MV = memoryview(SUIT_REM)
 _WAITS_MV = memoryview(SUIT_WAITS)
 _POW5_LIST = _POW5.tolist()
-_LAST_LISTS = _LAST.tolist()
-_CONV_CELLS = tuple(
-    tuple((int(x) // 10, int(x) % 10) for x in row if x < 100) for row in _PAIR01
-)  # per (sets, pair) cell: the (suit a, suit b) cells that sum to it
+_CONV_GETTERS = tuple(
+    (itemgetter(*[x // 10 for x in (row[0], *row)]), itemgetter(*[x % 10 for x in (row[0], *row)]))
+    for row in [[int(x) for x in r if x < 100] for r in _PAIR01]
+)  # per (sets, pair) cell: getters of the (suit a, suit b) cells that sum to it
+_LAST_GETTERS = tuple(itemgetter(*row) for row in _LAST.tolist())
 
 
 def suit_indices_one(counts: list[int]) -> list[int]:
@@ -440,17 +442,20 @@ def waits_one(counts: list[int], melds: int, idx: list[int] | None = None) -> li
 
 
 def _conv_one(a, b) -> list[int]:
-    return [min([a[i] + b[j] for i, j in cells]) for cells in _CONV_CELLS] + [_INF]
+    """:func:`_conv` of two suits' distances, plus the INF column."""
+    out = [min(map(add, ga(a), gb(b))) for ga, gb in _CONV_GETTERS]
+    out.append(_INF)
+    return out
 
 
 def shanten_one(counts: list[int]) -> int:
     """:func:`shanten` of one hand (seven pairs included)."""
     n = sum(counts)
-    d = [_DIST_MV[10 * i : 10 * i + 10] for i in suit_indices_one(counts)]
-    rest = _conv_one(d[0], d[1])
-    d2 = d[2]
-    last = _LAST_LISTS[min(n // 3, 4)]
-    best = min(min([rest[j] + (d2[c] if c < 10 else _INF) for j, c in enumerate(last)]), _INF) - 1
+    i0, i1, i2 = suit_indices_one(counts)
+    rest = _LAST_GETTERS[min(n // 3, 4)](
+        _conv_one(_DIST_MV[10 * i0 : 10 * i0 + 10], _DIST_MV[10 * i1 : 10 * i1 + 10])
+    )
+    best = min(min(map(add, _DIST_MV[10 * i2 : 10 * i2 + 10], rest)), _INF) - 1
     if n >= 13:
         best = min(best, 6 - sum(x // 2 for x in counts))
     return best
@@ -461,26 +466,21 @@ def discard_shanten_one(counts: list[int], idx: list[int] | None = None):
     list of 27 (99 for kinds not held)."""
     idx = suit_indices_one(counts) if idx is None else idx
     n = sum(counts)
-    last = _LAST_LISTS[min(n // 3, 4)]
-    d = [_DIST_MV[10 * i : 10 * i + 10] for i in idx]
-    rests = []
-    for o1, o2 in ((1, 2), (0, 2), (0, 1)):
-        cv = _conv_one(d[o1], d[o2])
-        rests.append([cv[c] for c in last])
-    d0, r0 = d[0], rests[0]
-    base = min(min([d0[j] + r0[j] for j in range(10)]), _INF) - 1
+    last = _LAST_GETTERS[min(n // 3, 4)]
+    d0, d1, d2 = (_DIST_MV[10 * i : 10 * i + 10] for i in idx)
+    rests = (last(_conv_one(d1, d2)), last(_conv_one(d0, d2)), last(_conv_one(d0, d1)))
+    base = min(min(map(add, d0, rests[0])), _INF) - 1
     after = [99] * NUM_KINDS
-    for t in range(NUM_KINDS):
-        if counts[t]:
-            s = t // 9
-            i = 10 * (idx[s] - _POW5_LIST[t % 9])
-            dn, r = _DIST_MV[i : i + 10], rests[s]
-            after[t] = min(min([dn[j] + r[j] for j in range(10)]), _INF) - 1
+    for s in range(3):
+        rest, i0 = rests[s], 10 * idx[s]
+        for r in range(9):
+            if counts[9 * s + r]:
+                i = i0 - 10 * _POW5_LIST[r]
+                after[9 * s + r] = min(min(map(add, _DIST_MV[i : i + 10], rest)), _INF) - 1
     if n == 14:
         pairs = sum(x // 2 for x in counts)
         base = min(base, 6 - pairs)
-        for t in range(NUM_KINDS):
-            c = counts[t]
+        for t, c in enumerate(counts):
             if c:
                 after[t] = min(after[t], 6 - pairs + (c % 2 == 0))
     return base, after

@@ -227,6 +227,7 @@ def _own_features_one(out: np.ndarray, own: list[int], own_meld: list[int]) -> N
 
 
 _MELD_TILES_LIST = [0, 3, 4, 4, 4]  # tiles per meld type (none, pong, three kongs)
+_KONG_COUNT_COLUMN = {AN_KONG: 0, BU_KONG: 1, MING_KONG: 2}  # kong_counts columns (3: late)
 _POW5_LIST = [5 ** (8 - r) for r in range(9)]
 _REL = {n: [[(seat + j) % n for j in range(n)] for seat in range(n)] for n in (3, 4)}
 
@@ -239,26 +240,30 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     rel = _REL[n][seat]
     own = st.hand[g, seat]
     out[off["hand"] : off["hand"] + NUM_KINDS] = own
-    meld = st.meld[g][rel]  # [n,27]
-    late = st.meld_late[g][rel]
     span = n * NUM_KINDS
-    o = off["pong"]
-    out[o : o + span] = (meld == PONG_MELD).ravel()
-    o = off["kong_exposed"]
-    out[o : o + span] = ((meld == MING_KONG) | (meld == BU_KONG)).ravel()
-    o = off["kong_concealed_own"]
-    out[o : o + NUM_KINDS] = meld[0] == AN_KONG
-    if meld.any():
-        kc = out[off["kong_counts"] : off["kong_counts"] + 4 * n].reshape(n, 4)
-        kc[:, 0] = ((meld == AN_KONG) & ~late).sum(-1)
-        kc[:, 1] = ((meld == BU_KONG) & ~late).sum(-1)
-        kc[:, 2] = (meld == MING_KONG).sum(-1)
-        kc[:, 3] = late.sum(-1)
+    meld = st.meld[g].tolist()
+    late = st.meld_late[g].tolist()
+    hot = []
+    kc = off["kong_counts"]
+    for s, t in zip(*np.nonzero(st.meld[g]), strict=True):  # few melds: one entry each
+        s, t = int(s), int(t)
+        j = (s - seat) % n
+        m = meld[s][t]
+        if m == PONG_MELD:
+            hot.append(off["pong"] + j * NUM_KINDS + t)
+            continue
+        if m != AN_KONG:
+            hot.append(off["kong_exposed"] + j * NUM_KINDS + t)
+        elif j == 0:
+            hot.append(off["kong_concealed_own"] + t)
+        if m == MING_KONG or not late[s][t]:
+            out[kc + 4 * j + _KONG_COUNT_COLUMN[m]] += 1
+        if late[s][t]:
+            out[kc + 4 * j + 3] += 1
     o = off["river"]
     out[o : o + span] = st.river_counts[g][rel].ravel()
     river = st.river[g].tolist()
     rlen = st.river_len[g].tolist()
-    hot = []
     yaoji = 0
     o = off["river_recent"]
     for j, s in enumerate(rel):
@@ -313,7 +318,7 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
         out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
     out[hot] = 1
-    _own_features_one(out, own.tolist(), meld[0].tolist())
+    _own_features_one(out, own.tolist(), meld[seat])
     return out[None]
 
 

@@ -1,12 +1,13 @@
 """A plain-Python path of :func:`core.step <zhuoji_env.engine.core.step>` for a batch of one.
 
 At batch size 1 (the AEC environment, replays, a human at the terminal) the array code pays
-numpy's per-call overhead on every line, about 200 us a step. The moves of nearly every turn are
-written here a second time with Python integers on the same :class:`State` arrays: a discard
-(打牌) and the response window it opens, a ``pass`` in that window, the live draw (摸牌) that
-follows, a wall running out (黄庄), and the next actor's mask. Everything else (wins, pongs,
-kongs, 报听, robbing, pass-win penalties) returns ``None`` untouched for the array code to
-apply. ``tests/test_engine.py`` plays thousands of games of every preset and switch through
+numpy's per-call overhead on every line, about 200 us a step. The moves of nearly every turn
+are written here a second time with Python integers on the same :class:`State` arrays: a
+discard (打牌) and the response window it opens; a pass, pong (碰) or 点豆 kong in that window
+when nobody wins on the tile; the live or replacement draw that follows; a wall running out
+(黄庄); and the next actor's mask. Everything else (wins, concealed kongs and 转弯豆, 报听,
+robbing, pass-win penalties) returns ``None`` untouched for the array code to apply.
+``tests/test_engine_vs_reference.py`` plays games of every preset and many switches through
 both paths and compares every field of the state after every step.
 """
 
@@ -22,6 +23,7 @@ from zhuoji_env.engine.state import (
     BAOTING_DISCARD,
     END_DRAW,
     MAX_DECISIONS,
+    MING_KONG,
     OPT_HU,
     OPT_KONG,
     OPT_PONG,
@@ -29,6 +31,7 @@ from zhuoji_env.engine.state import (
     PONG_MELD,
     RESPONSE,
     TURN,
+    YAOJI_CLAIMED,
     YAOJI_IN_RIVER,
     YAOJI_NONE,
     State,
@@ -43,9 +46,9 @@ _BUGANGS = slice(A.BUGANG, A.BUGANG + NUM_KINDS)
 
 
 def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
-    """:func:`core.step` of a one-game batch when the action is a legal discard or a legal
-    ``pass`` in a response window that resolves without a claim; ``None`` (nothing changed)
-    for anything else, including illegal input, which the array code then reports."""
+    """:func:`core.step` of a one-game batch when the action is a legal discard, or a legal
+    pass, pong or kong in a response window that closes without a win; ``None`` (nothing
+    changed) for anything else, including illegal input, which the array code then reports."""
     if not isinstance(actions, np.ndarray) or actions.shape != (1,):
         return None
     if actions.dtype.kind not in "iu":
@@ -61,9 +64,9 @@ def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
     if phase in (TURN, BAOTING_DISCARD) and a < A.DISCARD + NUM_KINDS:
         _record(st, pos, seat, a)
         _discard(rules, st, seat, a - A.DISCARD)
-    elif phase == RESPONSE and a == A.PASS and _pass_resolves_quietly(st, seat):
+    elif phase == RESPONSE and _resolves_without_win(st, seat, a):
         _record(st, pos, seat, a)
-        _pass(rules, st, seat)
+        _reply(rules, st, seat, a)
     else:
         return None
     if st.phase[0] == OVER:
@@ -103,7 +106,7 @@ def _discard(rules: Rules, st: State, s: int, t: int) -> None:
     for j in range(1, n):
         q = (s + j) % n
         h = all_hands[q]
-        nm = sum(1 for x in melds[q] if x)
+        nm = NUM_KINDS - melds[q].count(0)
         h[t] += 1
         o = 0
         if hands.is_win_one(h, nm) and not (rules.pass_win == "forbid" and locked[q]):
@@ -146,23 +149,70 @@ def _next_asked(st: State, p: int, after: int) -> int:
     return -1
 
 
-def _pass_resolves_quietly(st: State, q: int) -> bool:
-    """The ``pass`` of seat ``q`` either hands the window on or closes it with no claim made."""
+def _resolves_without_win(st: State, q: int, a: int) -> bool:
+    """The reply ``a`` (pass, pong or kong) of seat ``q`` hands the window on, or closes it with
+    no ``hu`` chosen (a locked seat's void ``hu`` is already recorded as a pass)."""
+    if a == A.HU:
+        return False
     if _next_asked(st, int(st.turn_seat[0]), q) >= 0:
         return True
-    choice = st.claim_choice[0].tolist()
-    return all(c < 0 or c == A.PASS for i, c in enumerate(choice) if i != q)
+    return A.HU not in st.claim_choice[0].tolist()
 
 
-def _pass(rules: Rules, st: State, q: int) -> None:
+def _reply(rules: Rules, st: State, q: int, a: int) -> None:
+    """Seat ``q`` passes, pongs or kongs; the last reply resolves the window (RULES.md 3.3)."""
     p = int(st.turn_seat[0])
-    st.claim_choice[0, q] = A.PASS
+    st.claim_choice[0, q] = a
     nxt = _next_asked(st, p, q)
     if nxt >= 0:
         st.actor[0] = nxt
         return
     st.pass_lock[0] |= (st.claim_opts[0] & OPT_HU) > 0  # every seat offered hu declined it
-    _live_draw(st, (p + 1) % rules.num_players)
+    choice = st.claim_choice[0].tolist()
+    claimers = [c for c, x in enumerate(choice) if x == A.PONG or x == A.KONG]
+    if not claimers:
+        _live_draw(st, (p + 1) % rules.num_players)
+        return
+    c = claimers[0]
+    kong = choice[c] == A.KONG
+    t = _take_from_river(st, p, c)
+    st.hand[0, c, t] -= 3 if kong else 2
+    st.meld[0, c, t] = MING_KONG if kong else PONG_MELD
+    st.meld_from[0, c, t] = p
+    st.turn_kong[0] = False
+    st.rep_draw[0] = False
+    if kong:
+        st.turn_kong[0, t] = True
+        _replacement_draw(st, c)
+    else:
+        st.phase[0] = TURN
+        st.actor[0] = c
+        st.turn_seat[0] = c
+        st.drawn[0] = -1
+        st.drew[0] = False
+        st.tile[0] = -1
+
+
+def _take_from_river(st: State, p: int, claimer: int) -> int:
+    """The latest discard of seat ``p`` leaves its river for a pong or kong; returns it."""
+    pos = int(st.river_len[0, p]) - 1
+    t = int(st.river[0, p, pos])
+    st.river_taken[0, p, pos] = True
+    st.river_counts[0, p, t] -= 1
+    if st.yaoji_fate[0] == YAOJI_IN_RIVER and st.yaoji_seat[0] == p and st.yaoji_pos[0] == pos:
+        st.yaoji_fate[0] = YAOJI_CLAIMED
+        st.yaoji_claimer[0] = claimer
+    return t
+
+
+def _replacement_draw(st: State, s: int) -> None:
+    """Seat ``s`` draws from the back after a kong (补牌); its turn continues."""
+    back = int(st.back[0])
+    t = int(st.wall[0, back])
+    st.back[0] = back - 1
+    st.hand[0, s, t] += 1
+    st.rep_draw[0] = True
+    _begin_turn(st, s, t)
 
 
 def _live_draw(st: State, s: int) -> None:
@@ -177,8 +227,12 @@ def _live_draw(st: State, s: int) -> None:
     st.hand[0, s, t] += 1
     st.turn_kong[0] = False
     st.rep_draw[0] = False
+    _begin_turn(st, s, t)
+
+
+def _begin_turn(st: State, s: int, drawn: int) -> None:
     st.pass_lock[0, s] = False
-    st.drawn[0] = t
+    st.drawn[0] = drawn
     st.drew[0] = True
     st.phase[0] = TURN
     st.actor[0] = s
@@ -187,7 +241,7 @@ def _live_draw(st: State, s: int) -> None:
 
 
 def _masks(rules: Rules, st: State) -> None:
-    """The mask of the next actor: a turn after a live draw, or a response window."""
+    """The mask of the next actor: a turn (after a draw, a pong or a kong) or a response."""
     row = st.mask[0]
     row[:] = False
     s = int(st.actor[0])
@@ -201,7 +255,7 @@ def _masks(rules: Rules, st: State) -> None:
     hrow = st.hand[0, s]
     h = hrow.tolist()
     meld = st.meld[0, s]
-    nm = sum(1 for x in meld.tolist() if x)
+    nm = NUM_KINDS - meld.tolist().count(0)
     frozen = st.baoting[0, s] > 0
     drew = bool(st.drew[0])
     row[A.HU] = drew and hands.is_win_one(h, nm)
