@@ -232,8 +232,12 @@ _POW5_LIST = [5 ** (8 - r) for r in range(9)]
 _REL = {n: [[(seat + j) % n for j in range(n)] for seat in range(n)] for n in (3, 4)}
 
 
-def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: int) -> np.ndarray:
-    """``encode`` of one observation ``[1, OBS_SIZE]`` with scalar indexing (the AEC path)."""
+def encode_one(
+    st: State, g: int, seat: int, scores=None, hand_no=None, hands_per_game: int = 1
+) -> np.ndarray:
+    """:func:`encode` of one seat in one game, ``[OBS_SIZE]``, with Python integers instead of
+    array calls (the AEC and single-agent environments); a test keeps the two equal.
+    ``scores`` and ``hand_no`` are arrays as in :func:`encode`."""
     n = st.num_players
     out = np.zeros(OBS_SIZE, dtype=np.float32)
     off = _OFF
@@ -269,8 +273,8 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     for j, s in enumerate(rel):
         row = river[s][: rlen[s]]
         yaoji += row.count(YAOJI)
-        for i, t in enumerate(row[: -RECENT - 1 : -1]):
-            hot.append(o + (j * RECENT + i) * NUM_KINDS + t)
+        at = o + j * RECENT * NUM_KINDS
+        hot += [at + i * NUM_KINDS + t for i, t in enumerate(row[: -RECENT - 1 : -1])]
     phase = int(st.phase[g])
     turn_seat = int(st.turn_seat[g])
     if phase == RESPONSE or phase == ROB:
@@ -313,13 +317,15 @@ def _encode_one(st: State, g: int, seat: int, scores, hand_no, hands_per_game: i
     out[off["streak"]] = int(st.streak[g]) / 10
     if scores is not None:
         o = off["scores"]
-        out[o : o + n] = np.asarray(scores)[g][rel] / 100
+        sc = scores[g].tolist()
+        for j, s in enumerate(rel):
+            out[o + j] = sc[s] / 100
     if hand_no is not None:
-        out[off["hand_no"]] = int(np.asarray(hand_no)[g]) / hands_per_game
+        out[off["hand_no"]] = int(hand_no[g]) / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
     out[hot] = 1
     _own_features_one(out, own.tolist(), meld[seat])
-    return out[None]
+    return out
 
 
 def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 1) -> np.ndarray:
@@ -330,9 +336,11 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     """
     g = np.asarray(g, dtype=np.int64).reshape(-1)
     seat = np.asarray(seat, dtype=np.int64).reshape(-1)
+    scores = None if scores is None else np.asarray(scores)
+    hand_no = None if hand_no is None else np.asarray(hand_no)
     k, n = g.size, st.num_players
     if k == 1:
-        return _encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game)
+        return encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game)[None]
     out = np.zeros((k, OBS_SIZE), dtype=np.float32)
     flat = out.reshape(-1)
     base = np.arange(k) * OBS_SIZE  # flat offset of each row
@@ -417,12 +425,12 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     hot("dealer", slot_of(st.dealer[g].astype(np.int64)))
     out[:, _OFF["streak"]] = st.streak[g] / 10
     if scores is not None:
-        sc = np.asarray(scores)[gs, rel]
+        sc = scores[gs, rel]
         if absent:
             sc[:, n:] = 0
         view("scores")[:] = sc / 100
     if hand_no is not None:
-        out[:, _OFF["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
+        out[:, _OFF["hand_no"]] = hand_no[g] / hands_per_game
     view("seats_present")[:, :n] = 1
     sh, dsh, best = _shanten_features(own)
     view("waits")[:] = _own_waits(own, st.meld[g, seat], sh)

@@ -167,7 +167,7 @@ from zhuoji_env.observation import (
     SLICES,
     STATE_SIZE,
     STATE_SLICES,
-    encode,
+    encode_one,
     encode_state,
 )
 from zhuoji_env.rules import Rules
@@ -533,11 +533,8 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         g = self.game
         seat = self.agent_name_mapping[agent]
-        obs = encode(
-            g.state, np.zeros(1, np.int64), np.array([seat]), g.scores, g.hand_no,
-            self.rules.hands_per_game,
-        )[0]
-        if agent == self.agent_selection and not g.over[0] and agent in self.agents:
+        obs = encode_one(g.state, 0, seat, g.scores, g.hand_no, self.rules.hands_per_game)
+        if agent == self.agent_selection and g.state.phase[0] != OVER and agent in self.agents:
             mask = g.mask[0].astype(np.int8)
         else:
             mask = np.zeros(A.NUM_ACTIONS, dtype=np.int8)

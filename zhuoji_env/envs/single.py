@@ -87,7 +87,7 @@ from zhuoji_env.envs.aec import (
     render_game,
     score_parts,
 )
-from zhuoji_env.observation import encode
+from zhuoji_env.observation import encode_one
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_TILES, parse_tiles
 
@@ -289,10 +289,7 @@ class SingleAgentEnv(gymnasium.Env):
     def _obs(self, seat: int | None = None) -> np.ndarray:
         g = self.game
         s = self.seat if seat is None else seat
-        return encode(
-            g.state, np.zeros(1, np.int64), np.array([s]), g.scores, g.hand_no,
-            self.rules.hands_per_game,
-        )[0]
+        return encode_one(g.state, 0, s, g.scores, g.hand_no, self.rules.hands_per_game)
 
     def action_masks(self) -> np.ndarray:
         """bool ``[86]``: the learner's legal actions (all false once the match is over)."""
