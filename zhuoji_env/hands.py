@@ -256,49 +256,44 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
     flat = c.reshape(-1, NUM_KINDS)
     m, nf = flat.shape[0], n.reshape(-1)
     idx = suit_index(flat)  # [m, 3]
-    d = DIST[idx].astype(np.int16).reshape(m, 3, 10)
-    per_suit = flat.reshape(m, 3, 9)
-    ok = per_suit < 4 if change == 1 else per_suit > 0
-    moved = np.where(ok, idx[:, :, None] + change * _POW5, idx[:, :, None])
-    d_next = DIST[moved].astype(np.int16).reshape(m, 3, 9, 10)
-    # for each suit, the other two combined, then read by this suit's (sets, pair) through the
-    # gather of ``shanten`` (the completing column of k sets and one pair, 10: INF)
-    combos = np.full((m, 3, 101), _INF, dtype=np.int16)
-    combos[..., :100] = (d[:, _OTHER_A, :, None] + d[:, _OTHER_B, None, :]).reshape(m, 3, 100)
-    rest = np.full((m, 3, 11), _INF, dtype=np.int16)
-    rest[..., :10] = combos[..., _PAIR01].min(-1)
+    # uint8 throughout: distances are <= INF (99), sums of two <= 198
+    d = DIST[idx].reshape(m, 3, 10)
+    # for each suit, the other two combined (capped at INF), then read by this suit's
+    # (sets, pair) through the gather of ``shanten`` (the completing column, 10: INF)
+    rest = np.full((m, 3, 11), _INF, dtype=np.uint8)
+    sums = (d[:, _OTHER_A, :, None] + d[:, _OTHER_B, None, :]).reshape(m, 3, 100)
+    np.minimum(sums[..., _PAIR01].min(-1), _INF, out=rest[..., :10])
     last = _LAST[np.minimum(nf // 3, 4)]  # [m, 10]
     rest = rest[np.arange(m)[:, None, None], _SUITS[:, None], last[:, None, :]]  # [m, 3, 10]
-    base = (d[:, 0] + rest[:, 0]).min(-1)
-    s_next = (d_next + rest[:, :, None, :]).min(-1)  # [m, 3, 9]
-    base = np.minimum(base, _INF) - 1
-    s_next = np.minimum(s_next.reshape(m, NUM_KINDS), _INF) - 1
-    ok = ok.reshape(m, NUM_KINDS)
+    base = np.minimum((d[:, 0] + rest[:, 0]).min(-1), _INF).astype(np.int16) - 1
+    # each possible change (hand r, kind t): one lookup of the changed suit
+    r, t = np.nonzero(flat < 4 if change == 1 else flat > 0)
+    suit = t // 9
+    moved = DIST[idx[r, suit] + change * _POW5[t % 9]].reshape(-1, 10)
+    after = np.minimum((moved + rest[r, suit]).min(-1), _INF).astype(np.int16) - 1
     if seven_pairs:
         pairs = (flat // 2).sum(-1)
         base = np.where(nf >= 13, np.minimum(base, 6 - pairs), base)
-        gained = flat % 2 == 1 if change == 1 else (flat % 2 == 0) & (flat > 0)
-        pairs_next = pairs[:, None] + change * gained
-        seven = (nf + change >= 13)[:, None]
-        s_next = np.where(seven, np.minimum(s_next, 6 - pairs_next), s_next)
-    s_next = np.where(ok, s_next, 99)
-    return base.astype(np.int8).reshape(n.shape), s_next.astype(np.int8).reshape(c.shape)
+        held = flat[r, t]
+        gained = (held % 2 == 1 if change == 1 else held % 2 == 0).astype(np.int16)
+        pairs_next = pairs[r] + change * gained
+        after = np.where(nf[r] + change >= 13, np.minimum(after, 6 - pairs_next), after)
+    s_next = np.full((m, NUM_KINDS), 99, dtype=np.int8)
+    s_next[r, t] = after
+    return base.astype(np.int8).reshape(n.shape), s_next.reshape(c.shape)
 
 
 def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Min-plus convolution ``[m, 10]`` of two suits' distances ``[m, 10]`` over (sets, pair)."""
-    m = a.shape[0]
-    inf = np.full((m, 1), _INF, dtype=np.int16)
-    combos = np.concatenate([(a[:, :, None] + b[:, None, :]).reshape(m, 100), inf], 1)
-    return combos[:, _PAIR01].min(-1)
+    return (a[:, :, None] + b[:, None, :]).reshape(a.shape[0], 100)[:, _PAIR01].min(-1)
 
 
 def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
     """Gather indices of the suit convolution in :func:`shanten`.
 
     ``_PAIR01[m * 2 + p]`` lists the (suit 0, suit 1) combinations ``(m0, p0, m1, p1)``, as
-    flat indices into their 100 sums plus an INF column (100), with ``m0 + m1 = m`` and
-    ``p0 + p1 = p``; ``_LAST[k, m * 2 + p]`` is the column of suit 2's distances (10: INF) that
+    flat indices into their 100 sums, with ``m0 + m1 = m`` and ``p0 + p1 = p`` (rows padded by
+    repeating an entry, which leaves their minimum alone); ``_LAST[k, m * 2 + p]`` is the column of suit 2's distances (10: INF) that
     completes k sets and one pair.
     """
     groups: dict[tuple[int, int], list[int]] = {(m, p): [] for m in range(5) for p in range(2)}
@@ -308,9 +303,9 @@ def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
                 for p1 in range(2 - p0):
                     groups[(m0 + m1, p0 + p1)].append(((m0 * 2 + p0) * 5 + m1) * 2 + p1)
     width = max(len(v) for v in groups.values())
-    pair01 = np.full((10, width), 100, dtype=np.int64)
+    pair01 = np.zeros((10, width), dtype=np.int64)
     for (m, p), combos in groups.items():
-        pair01[m * 2 + p, : len(combos)] = combos
+        pair01[m * 2 + p] = combos + combos[:1] * (width - len(combos))  # padded by repeats
     last = np.full((5, 10), 10, dtype=np.int64)
     for k in range(5):
         for m01 in range(5):
@@ -397,8 +392,8 @@ _REM_MV = memoryview(SUIT_REM)
 _WAITS_MV = memoryview(SUIT_WAITS)
 _POW5_LIST = _POW5.tolist()
 _CONV_GETTERS = tuple(
-    (itemgetter(*[x // 10 for x in (row[0], *row)]), itemgetter(*[x % 10 for x in (row[0], *row)]))
-    for row in [[int(x) for x in r if x < 100] for r in _PAIR01]
+    (itemgetter(*(x // 10 for x in row)), itemgetter(*(x % 10 for x in row)))
+    for row in _PAIR01.tolist()
 )  # per (sets, pair) cell: getters of the (suit a, suit b) cells that sum to it
 _LAST_GETTERS = tuple(itemgetter(*row) for row in _LAST.tolist())
 
