@@ -293,8 +293,8 @@ def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
 
     ``_PAIR01[m * 2 + p]`` lists the (suit 0, suit 1) combinations ``(m0, p0, m1, p1)``, as
     flat indices into their 100 sums, with ``m0 + m1 = m`` and ``p0 + p1 = p`` (rows padded by
-    repeating an entry, which leaves their minimum alone); ``_LAST[k, m * 2 + p]`` is the column of suit 2's distances (10: INF) that
-    completes k sets and one pair.
+    repeating an entry, which leaves their minimum alone); ``_LAST[k, m * 2 + p]`` is the
+    column of suit 2's distances (10: INF) that completes k sets and one pair.
     """
     groups: dict[tuple[int, int], list[int]] = {(m, p): [] for m in range(5) for p in range(2)}
     for m0 in range(5):
