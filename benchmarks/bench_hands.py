@@ -4,9 +4,9 @@
 
 ``is_win`` is timed on 14-tile hands, ``waits`` on 13-tile hands, ``shanten`` on 13-tile hands
 (standard shape only, as the reference), ``discards`` (``shanten_neighbours(change=-1)``: the
-shanten after each possible discard) on 14-tile hands. Half the hands are uniform draws from the 108 tiles,
-half are near a win (wins, wins with a tile replaced, wins less a tile), so neither side sees
-only junk.
+shanten after each possible discard) on 14-tile hands. Half the hands are uniform draws from
+the 108 tiles, half are near a win (wins, wins with a tile replaced, wins less a tile), so
+neither side sees only junk.
 Each batch size is called repeatedly until ``--min-time`` seconds have passed.
 
 The reference is the PyPI ``mahjong`` package, one Python call per hand: ``Agari.is_agari``,
