@@ -14,7 +14,8 @@ would see them:
 - ``sb3``: learner steps per second of ``SB3VecEnv`` (``--sb3-batch`` games, random opponents),
   when stable-baselines3 is installed.
 
-With ``--json`` the last line is a JSON object of all results.
+With ``--json`` the last line is a JSON object of all results. The targets printed are the
+project's: 5,000 AEC turns/s and 100,000 self-play decisions/s at batch 1,024.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from zhuoji_env.envs.single import SingleAgentEnv
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import PRESET_NAMES
+
+AEC_TARGET = 5_000
+SELFPLAY_TARGET = 100_000
 
 
 def bench_aec(preset: str, seconds: float, seed: int = 0) -> dict:
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "aec"):
         r = out["aec"] = bench_aec(args.preset, args.seconds)
         print(f"AEC env (zhuoji_v1, wrapped): {r['turns_per_s']:,.0f} turns/s "
-              f"({r['matches_per_s']:,.1f} matches/s)")
+              f"({r['matches_per_s']:,.1f} matches/s; target >= {AEC_TARGET:,})")
     if args.only in (None, "single"):
         r = out["single"] = bench_single(args.preset, args.seconds)
         print(f"SingleAgentEnv: {r['steps_per_s']:,.0f} learner steps/s, "
@@ -167,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"SelfPlayVecEnv batch {r['batch']}: {r['decisions_per_s']:,.0f} decisions/s "
               f"(observations encoded), {r['hands_per_s']:,.0f} hands/s; per step "
               f"{r['ms_per_step']:.2f} ms = engine {r['ms_engine_step']:.2f} + encode "
-              f"{r['ms_encode']:.2f} + other {r['ms_other']:.2f}")
+              f"{r['ms_encode']:.2f} + other {r['ms_other']:.2f}"
+              + (f" (target >= {SELFPLAY_TARGET:,})" if args.batch == 1024 else ""))
     if args.only in (None, "sb3"):
         r = bench_sb3(args.preset, args.sb3_batch, args.seconds)
         if r is None:
