@@ -148,3 +148,35 @@ def test_fast_path_equals_array_code(spec):
             for f in dataclasses.fields(st):
                 np.testing.assert_array_equal(getattr(st, f.name), getattr(ref, f.name), f.name)
     assert fast > 4 * slow > 0 and locks > 0, (fast, slow, locks)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.array([-1]),
+        np.array([A.NUM_ACTIONS]),
+        np.array([5.0]),
+        np.array([[5]]),
+        np.array([5, 5]),
+        np.array([True]),
+        [5],
+    ],
+    ids=["minus-one", "out-of-range", "float", "2d", "two", "bool", "list"],
+)
+def test_fast_path_leaves_other_input_to_the_array_code(bad):
+    """Odd or illegal input: ``step_one`` declines without touching the state, and
+    ``core.step`` then reports exactly what the array code reports."""
+    rules = Rules.make("guiyang")
+    wall = np.random.default_rng(0).permutation(np.repeat(np.arange(27), 4))[None]
+    st = core.deal(rules, wall, 0)
+    illegal = np.array([int(np.flatnonzero(~st.mask[0])[0])])
+    for a in (bad, illegal):
+        before = st.copy()
+        assert fastpath.step_one(rules, st, a) is None
+        for f in dataclasses.fields(st):
+            np.testing.assert_array_equal(getattr(st, f.name), getattr(before, f.name), f.name)
+    with pytest.raises((ValueError, core.IllegalActionError)) as fast:
+        core.step(rules, st, illegal)
+    with pytest.raises(type(fast.value)) as slow:
+        core.step_arrays(rules, st.copy(), illegal)
+    assert str(fast.value) == str(slow.value)

@@ -236,8 +236,7 @@ def encode_one(
     st: State, g: int, seat: int, scores=None, hand_no=None, hands_per_game: int = 1
 ) -> np.ndarray:
     """:func:`encode` of one seat in one game, ``[OBS_SIZE]``, with Python integers instead of
-    array calls (the AEC and single-agent environments); a test keeps the two equal.
-    ``scores`` and ``hand_no`` are arrays as in :func:`encode`."""
+    array calls (the AEC and single-agent environments); a test keeps the two equal."""
     n = st.num_players
     out = np.zeros(OBS_SIZE, dtype=np.float32)
     off = _OFF
@@ -317,11 +316,11 @@ def encode_one(
     out[off["streak"]] = int(st.streak[g]) / 10
     if scores is not None:
         o = off["scores"]
-        sc = scores[g].tolist()
+        sc = np.asarray(scores)[g].tolist()
         for j, s in enumerate(rel):
             out[o + j] = sc[s] / 100
     if hand_no is not None:
-        out[off["hand_no"]] = int(hand_no[g]) / hands_per_game
+        out[off["hand_no"]] = np.asarray(hand_no)[g] / hands_per_game
     out[off["seats_present"] : off["seats_present"] + n] = 1
     out[hot] = 1
     _own_features_one(out, own.tolist(), meld[seat])

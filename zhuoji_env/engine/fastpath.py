@@ -39,7 +39,6 @@ from zhuoji_env.engine.state import (
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS, YAOJI
 
-_GAME0 = np.zeros(1, dtype=np.int64)
 _DISCARDS = slice(A.DISCARD, A.DISCARD + NUM_KINDS)
 _ANGANGS = slice(A.ANGANG, A.ANGANG + NUM_KINDS)
 _BUGANGS = slice(A.BUGANG, A.BUGANG + NUM_KINDS)
@@ -70,7 +69,7 @@ def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
     else:
         return None
     if st.phase[0] == OVER:
-        settle(rules, st, _GAME0)
+        settle(rules, st, np.zeros(1, dtype=np.int64))
         return np.ones(1, dtype=bool)
     _masks(rules, st)
     return np.zeros(1, dtype=bool)
@@ -260,7 +259,7 @@ def _masks(rules: Rules, st: State) -> None:
     drew = bool(st.drew[0])
     row[A.HU] = drew and hands.is_win_one(h, nm)
     if frozen:
-        row[A.DISCARD + int(st.drawn[0])] = True
+        row[_DISCARDS][int(st.drawn[0])] = True  # indexed as the array code indexes it
     else:
         row[_DISCARDS] = hrow > 0
         if st.front[0] <= st.back[0]:
