@@ -50,6 +50,7 @@ import itertools
 import json
 import math
 import multiprocessing as mp
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -397,7 +398,12 @@ class ArenaResult:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(rules, agents, rotations, seed):
+def _worker_init(rules, pickled_agents, rotations, seed):
+    agents = pickle.loads(pickled_agents)
+    if any(getattr(a, "uses_torch", False) for a in agents):
+        import torch
+
+        torch.set_num_threads(1)  # one process per core already
     _WORKER.update(rules=rules, agents=agents, rotations=rotations, seed=seed)
 
 
@@ -420,10 +426,10 @@ def run_arena(
 ) -> ArenaResult:
     """Play ``deals`` deals x every seating; ``agents`` are specs or :class:`Agent` objects.
 
-    ``workers > 1`` plays chunks in forked processes (results do not depend on the number of
-    workers: agents are reseeded per chunk). ``keep_games`` also returns every game's deal,
-    seating index (``rotation``), wall, dealer, seats (``seat_agent``), scores and record
-    (small runs only).
+    ``workers > 1`` plays chunks in that many new (spawned) processes, which receive pickled
+    agents; results do not depend on the number of workers (agents are reseeded per chunk).
+    ``keep_games`` also returns every game's deal, seating index (``rotation``), wall, dealer,
+    seats (``seat_agent``), scores and record (small runs only; it plays in this process).
     """
     if deals < 1:
         raise ValueError(f"deals must be >= 1, got {deals}")
@@ -443,14 +449,17 @@ def run_arena(
     bar = _progress(total, progress)
     start = time.perf_counter()
     results = []
-    if workers > 1 and any(getattr(a, "uses_torch", False) for a in objs):
-        raise ValueError(
-            "workers > 1 forks processes, and a torch agent hangs in a forked process once "
-            "torch has started its threads; use workers=1 (torch agents are batched anyway)"
-        )
-    if workers > 1 and len(chunks) > 1 and not keep_games and "fork" in mp.get_all_start_methods():
-        ctx = mp.get_context("fork")
-        with ctx.Pool(workers, _worker_init, (rules, objs, rotations, seed)) as pool:
+    if workers > 1 and len(chunks) > 1 and not keep_games:
+        try:  # plain pickle: torch's multiprocessing pickler would share tensors through /dev/shm
+            pickled = pickle.dumps(objs)
+        except Exception as exc:
+            raise ValueError(
+                f"workers > 1 sends the agents to worker processes, but they cannot be pickled "
+                f"({exc}); use workers=1"
+            ) from exc
+        # fresh interpreters (not forks): a forked process hangs once torch has started threads
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(workers, _worker_init, (rules, pickled, rotations, seed)) as pool:
             for res in pool.imap_unordered(_worker_run, chunks):
                 results.append(res)
                 bar.update(len(res["deal_ids"]) * len(rotations))

@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_env_vector import CREDIT_PLAN, CREDIT_WALL
 
-from agents import make_agent
+from agents import RandomAgent, make_agent
 from agents.arena import run_arena
 from training import ppo_selfplay, sb3_maskable
 from training.cli import parse_args
@@ -98,9 +98,23 @@ def test_cli_flags_and_bad_values():
         make_agent("ppo:/nonexistent.pt")
 
 
-def test_arena_refuses_to_fork_with_a_torch_agent(tmp_path):
+class _UnpicklableAgent(RandomAgent):
+    """A random agent holding a lambda, which pickle refuses."""
+
+    def __init__(self):
+        super().__init__(seed=0)
+        self.hook = lambda x: x
+
+
+def test_arena_workers_with_a_torch_agent():
+    """Worker processes are spawned, not forked, so a torch agent plays in them (a forked
+    process hangs once torch has started threads), with the results of one process."""
     from training.policy import PPOAgent
 
     agent = PPOAgent(PolicyNet(8), seed=0)
-    with pytest.raises(ValueError, match="workers=1"):
-        run_arena([agent, "random"], 8, chunk_games=8, workers=2, progress=False)
+    kw = dict(chunk_games=24, progress=False)
+    two = run_arena([agent, "random"], 12, workers=2, **kw)
+    one = run_arena([agent, "random"], 12, workers=1, **kw)
+    assert (one.acc == two.acc).all()
+    with pytest.raises(ValueError, match="cannot be pickled"):
+        run_arena([agent, _UnpicklableAgent()], 12, workers=2, **kw)
