@@ -995,6 +995,19 @@ def test_one_hand_functions_equal_the_array_functions():
         assert H.discard_shanten_one(c) == (s[i], after[i].tolist())
         for melds in (0, 1):
             assert H.is_win_one(c, melds) == H.is_win(turn[i], melds)
+    # ready discards, without melds and with a kong of a kind the hand lacks (its waits die)
+    held = turn > 0
+    r, t = np.nonzero(held)
+    ready = np.zeros(turn.shape, bool)
+    ready[r, t] = H.is_ready(turn[r] - EYE[t])
+    lacks = (turn == 0).argmax(-1)
+    mt = 4 * EYE[lacks]
+    ready_kong = np.zeros(turn.shape, bool)
+    ready_kong[r, t] = H.is_ready(turn[r] - EYE[t], mt[r], 1)
+    for i, c in enumerate(turn.tolist()):
+        assert H.ready_discards_one(c, 0) == np.flatnonzero(ready[i]).tolist()
+        assert H.ready_discards_one(c, 1, mt[i].tolist()) == np.flatnonzero(ready_kong[i]).tolist()
+    assert ready.any(-1).sum() > 100
     sh = H.shanten(wait)
     for i, c in enumerate(wait.tolist()):
         assert H.shanten_one(c) == sh[i]

@@ -261,8 +261,7 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
     # for each suit, the other two combined (capped at INF), then read by this suit's
     # (sets, pair) through the gather of ``shanten`` (the completing column, 10: INF)
     rest = np.full((m, 3, 11), _INF, dtype=np.uint8)
-    sums = (d[:, _OTHER_A, :, None] + d[:, _OTHER_B, None, :]).reshape(m, 3, 100)
-    np.minimum(sums[..., _PAIR01].min(-1), _INF, out=rest[..., :10])
+    np.minimum(_conv(d[:, _OTHER_A], d[:, _OTHER_B]), _INF, out=rest[..., :10])
     last = _LAST[np.minimum(nf // 3, 4)]  # [m, 10]
     rest = rest[np.arange(m)[:, None, None], _SUITS[:, None], last[:, None, :]]  # [m, 3, 10]
     base = np.minimum((d[:, 0] + rest[:, 0]).min(-1), _INF).astype(np.int16) - 1
@@ -284,8 +283,10 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
 
 
 def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Min-plus convolution ``[m, 10]`` of two suits' distances ``[m, 10]`` over (sets, pair)."""
-    return (a[:, :, None] + b[:, None, :]).reshape(a.shape[0], 100)[:, _PAIR01].min(-1)
+    """Min-plus convolution ``[..., 10]`` of two suits' distances ``[..., 10]`` over
+    (sets, pair)."""
+    sums = (a[..., :, None] + b[..., None, :]).reshape(a.shape[:-1] + (100,))
+    return sums[..., _PAIR01].min(-1)
 
 
 def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
@@ -479,3 +480,29 @@ def discard_shanten_one(counts: list[int], idx: list[int] | None = None):
             if c:
                 after[t] = min(after[t], 6 - pairs + (c % 2 == 0))
     return base, after
+
+
+def ready_discards_one(
+    counts: list[int], melds: int, meld_tiles: list[int] | None = None, idx=None, after=None
+) -> list[int]:
+    """The kinds whose discard leaves one 3k+2 hand ready (叫牌, RULES.md 5.2: a wait of which
+    the seat, ``meld_tiles`` included, does not hold all four). ``after`` is the hand's
+    :func:`discard_shanten_one`, when known: only discards to shanten 0 can be ready."""
+    idx = suit_indices_one(counts) if idx is None else idx
+    after = discard_shanten_one(counts, idx)[1] if after is None else after
+    rest = list(counts)
+    held = list(counts)
+    if meld_tiles is not None:
+        held = [c + m for c, m in zip(counts, meld_tiles, strict=True)]
+    out = []
+    for t, x in enumerate(after):
+        if x == 0:
+            moved = list(idx)
+            moved[t // 9] -= _POW5_LIST[t % 9]
+            rest[t] -= 1
+            held[t] -= 1
+            if any(held[w] < 4 for w in waits_one(rest, melds, moved)):
+                out.append(t)
+            rest[t] += 1
+            held[t] += 1
+    return out

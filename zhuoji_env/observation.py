@@ -206,29 +206,18 @@ def _own_features_one(out: np.ndarray, own: list[int], own_meld: list[int]) -> N
     out[_OFF["shanten"] + min(max(sh + 1, 0), 7)] = 1
     if sh > 0:
         return
-    held = [c + _MELD_TILES_LIST[m] for c, m in zip(own, own_meld, strict=True)]
+    mt = [_MELD_TILES_LIST[m] for m in own_meld]
     o = _OFF["waits"]
-    if not turn:
-        for t in hands.waits_one(own, nm, idx):
-            if held[t] < 4:
-                out[o + t] = 1
-        return
-    for t, x in enumerate(after):
-        if x == 0:  # a ready discard leaves a hand of shanten 0
-            s = t // 9
-            moved = idx.copy()
-            moved[s] -= _POW5_LIST[t % 9]
-            own[t] -= 1
-            held[t] -= 1
-            if any(held[w] < 4 for w in hands.waits_one(own, nm, moved)):
-                out[o + t] = 1
-            own[t] += 1
-            held[t] += 1
+    if turn:
+        ready = hands.ready_discards_one(own, nm, mt, idx, after)
+    else:
+        ready = [t for t in hands.waits_one(own, nm, idx) if own[t] + mt[t] < 4]
+    for t in ready:
+        out[o + t] = 1
 
 
-_MELD_TILES_LIST = [0, 3, 4, 4, 4]  # tiles per meld type (none, pong, three kongs)
+_MELD_TILES_LIST = meld_tiles(np.arange(5)).tolist()  # tiles of each meld type (0: none)
 _KONG_COUNT_COLUMN = {AN_KONG: 0, BU_KONG: 1, MING_KONG: 2}  # kong_counts columns (3: late)
-_POW5_LIST = [5 ** (8 - r) for r in range(9)]
 _REL = {n: [[(seat + j) % n for j in range(n)] for seat in range(n)] for n in (3, 4)}
 
 

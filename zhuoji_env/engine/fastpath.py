@@ -63,9 +63,12 @@ def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
     if phase in (TURN, BAOTING_DISCARD) and a < A.DISCARD + NUM_KINDS:
         _record(st, pos, seat, a)
         _discard(rules, st, seat, a - A.DISCARD)
-    elif phase == RESPONSE and _resolves_without_win(st, seat, a):
+    elif phase == RESPONSE and a != A.HU:
+        nxt = _next_asked(st, int(st.turn_seat[0]), seat)
+        if nxt < 0 and A.HU in st.claim_choice[0].tolist():
+            return None  # the window closes with a win (a locked seat's void hu reads as pass)
         _record(st, pos, seat, a)
-        _reply(rules, st, seat, a)
+        _reply(rules, st, seat, a, nxt)
     else:
         return None
     if st.phase[0] == OVER:
@@ -148,21 +151,11 @@ def _next_asked(st: State, p: int, after: int) -> int:
     return -1
 
 
-def _resolves_without_win(st: State, q: int, a: int) -> bool:
-    """The reply ``a`` (pass, pong or kong) of seat ``q`` hands the window on, or closes it with
-    no ``hu`` chosen (a locked seat's void ``hu`` is already recorded as a pass)."""
-    if a == A.HU:
-        return False
-    if _next_asked(st, int(st.turn_seat[0]), q) >= 0:
-        return True
-    return A.HU not in st.claim_choice[0].tolist()
-
-
-def _reply(rules: Rules, st: State, q: int, a: int) -> None:
-    """Seat ``q`` passes, pongs or kongs; the last reply resolves the window (RULES.md 3.3)."""
+def _reply(rules: Rules, st: State, q: int, a: int, nxt: int) -> None:
+    """Seat ``q`` passes, pongs or kongs; the window goes on to seat ``nxt`` or, the last
+    reply, (``nxt < 0``) resolves (RULES.md 3.3)."""
     p = int(st.turn_seat[0])
     st.claim_choice[0, q] = a
-    nxt = _next_asked(st, p, q)
     if nxt >= 0:
         st.actor[0] = nxt
         return
@@ -266,17 +259,4 @@ def _masks(rules: Rules, st: State) -> None:
             row[_ANGANGS] = hrow == 4
             row[_BUGANGS] = (meld == PONG_MELD) & (hrow >= 1)
     if rules.baoting and drew and nm == 0 and not frozen and not st.discarded[0, s]:
-        row[A.BAOTING] = _has_ready_discard(h)
-
-
-def _has_ready_discard(h: list[int]) -> bool:
-    """Some discard leaves the meld-free hand ready (报听 is possible, RULES.md 3.4)."""
-    _, after = hands.discard_shanten_one(h)
-    for t, x in enumerate(after):
-        if x == 0:
-            h[t] -= 1
-            ready = any(h[w] < 4 for w in hands.waits_one(h, 0))
-            h[t] += 1
-            if ready:
-                return True
-    return False
+        row[A.BAOTING] = bool(hands.ready_discards_one(h, 0))
