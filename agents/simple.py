@@ -19,8 +19,7 @@ class RandomAgent(Agent):
     name = "random"
 
     def _act(self, obs, mask):
-        r = self.rng.random(mask.shape) + 1.0  # > 0, so an illegal action never wins argmax
-        return (r * mask).argmax(-1)
+        return A.random_legal(self.rng, mask)
 
 
 def discard_shanten(hand: np.ndarray, legal: np.ndarray) -> np.ndarray:

@@ -284,3 +284,16 @@ def test_step_only_active_games_and_restart():
     assert game.state.rec_len[0] == 1 and game.state.rec_len[2] == 1
     game.restart([0])
     assert game.state.rec_len[0] == 0 and (game.state.wall[0] != before.wall[0]).any()
+
+
+def test_random_legal_is_uniform_over_legal_actions_and_never_illegal():
+    class ZeroDraws:  # the edge case: every draw 0.0
+        def random(self, shape):
+            return np.zeros(shape)
+
+    mask = np.zeros((2, A.NUM_ACTIONS), bool)
+    mask[0, 5] = mask[1, [7, A.PASS]] = True
+    assert A.random_legal(ZeroDraws(), mask).tolist() == [5, 7]
+    picks = A.random_legal(np.random.default_rng(0), np.repeat(mask[1:], 4000, 0))
+    counts = np.bincount(picks, minlength=A.NUM_ACTIONS)
+    assert counts[7] + counts[A.PASS] == 4000 and 1800 < counts[7] < 2200

@@ -18,6 +18,8 @@ A legal-action mask is a bool (or int8) vector of length :data:`NUM_ACTIONS` in 
 
 from __future__ import annotations
 
+import numpy as np
+
 from zhuoji_env.tiles import NUM_KINDS, code, kind
 
 DISCARD = 0
@@ -66,3 +68,11 @@ def describe(action: int) -> str:
     """Readable form: ``"discard 5m"``, ``"pong"``."""
     name, tile = decode(action)
     return f"{name} {tile}" if tile else name
+
+
+def random_legal(rng: np.random.Generator, mask) -> np.ndarray:
+    """A uniformly random legal action per mask row (``mask`` ``[..., 86]``, bool or 0/1): the
+    argmax of uniform draws over the legal actions, shifted above zero so that an illegal action
+    never wins on a zero draw."""
+    m = np.asarray(mask)
+    return ((rng.random(m.shape) + 1.0) * m).argmax(-1)

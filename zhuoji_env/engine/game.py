@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import deltas, record_of
 from zhuoji_env.engine.state import OVER, State
@@ -134,7 +135,6 @@ class BatchGame:
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
         """A uniformly random legal action per game (-1 for finished games)."""
-        r = rng.random(self.mask.shape) * self.mask
-        a = r.argmax(1)
+        a = A.random_legal(rng, self.mask)
         a[self.over] = -1
         return a

@@ -285,9 +285,7 @@ class RandomPolicy:
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs, mask):
-        m = np.asarray(mask).astype(bool)
-        r = self.rng.random(m.shape) * m
-        return r.argmax(-1)
+        return A.random_legal(self.rng, np.asarray(mask).astype(bool))
 
     def __call__(self, obs, mask=None):
         if mask is None:  # an AEC-style observation dict

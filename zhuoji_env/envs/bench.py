@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.aec import env as make_aec
 from zhuoji_env.envs.single import SingleAgentEnv
@@ -72,7 +73,7 @@ def bench_single(preset: str, seconds: float, seed: int = 0) -> dict:
     start = time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
         mask = e.action_masks()
-        a = int((rng.random(mask.shape) * mask).argmax())
+        a = int(A.random_legal(rng, mask))
         _, _, term, _, _ = e.step(a)
         steps += 1
         if term:
@@ -139,7 +140,7 @@ def bench_sb3(preset: str, batch: int, seconds: float, seed: int = 0) -> dict | 
     start = time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
         mask = env.action_masks()
-        env.step((rng.random(mask.shape) * mask).argmax(1))
+        env.step(A.random_legal(rng, mask))
         steps += 1
     return {"batch": batch, "learner_steps_per_s": steps * batch / elapsed}
 
