@@ -29,9 +29,11 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 3, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 3 * 6 * 2
+    # resumed without repeating --hidden: the checkpoint's width holds, pool snapshots included
     resumed = ppo_selfplay.train(
         ppo_selfplay.Args(**{**vars(args), "total_decisions": 3 * 16 * 32,
-                             "resume": str(tmp_path / "latest.pt"), "eval_every": 0})
+                             "resume": str(tmp_path / "latest.pt"), "eval_every": 0,
+                             "hidden": ppo_selfplay.Args.hidden})
     )
     assert resumed["decisions"] == 3 * 16 * 32
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")

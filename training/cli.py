@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from typing import TypeVar
+
+from zhuoji_env.rules import Rules
 
 T = TypeVar("T")
 
@@ -22,3 +25,8 @@ def parse_args(cls: type[T], argv: list[str] | None = None, doc: str | None = No
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
             parser.add_argument(flag, type=kind, default=f.default, help=f"default {f.default!r}")
     return cls(**vars(parser.parse_args(argv)))
+
+
+def rules_from_flag(text: str) -> Rules:
+    """The ``--rules`` flag: a preset name, or a JSON ``{"preset", "overrides"}`` object."""
+    return Rules.make(json.loads(text) if text.startswith("{") else text)

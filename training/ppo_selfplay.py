@@ -16,6 +16,7 @@ continues a run. The script prints the share of wall time spent inside the envir
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -28,7 +29,7 @@ from torch import nn
 
 from agents import make_agent
 from agents.arena import run_arena
-from training.cli import parse_args
+from training.cli import parse_args, rules_from_flag
 from training.policy import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
 from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
 from zhuoji_env.observation import OBS_SIZE, block
@@ -169,20 +170,16 @@ def train(args: Args) -> dict:
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    rules = Rules.make(json.loads(args.rules) if args.rules.startswith("{") else args.rules)
+    rules = rules_from_flag(args.rules)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed, reward_scale=args.reward_scale)
     n, B, T = rules.num_players, args.num_envs, args.num_steps
-    net = PolicyNet(args.hidden)
+    net, ckpt = load_checkpoint(args.resume) if args.resume else (PolicyNet(args.hidden), {})
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
-    start_update, decisions = 0, 0
-    if args.resume:
-        net, ckpt = load_checkpoint(args.resume)
-        opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
-        if "optimizer" in ckpt:
-            opt.load_state_dict(ckpt["optimizer"])
-        start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
+    if "optimizer" in ckpt:
+        opt.load_state_dict(ckpt["optimizer"])
+    start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     if args.bc_agent and not args.resume:
         behaviour_clone(net, args, rules)
     num_updates = max(1, args.total_decisions // (B * T))
@@ -300,10 +297,7 @@ def train(args: Args) -> dict:
             for k, v in stats.items():
                 writer.add_scalar(k, v, decisions)
         if args.pool_size and (update + 1) % args.pool_every == 0:
-            snap = PolicyNet(args.hidden)
-            snap.load_state_dict(net.state_dict())
-            snap.eval()
-            pool.append(snap)
+            pool.append(copy.deepcopy(net).eval())  # the network's own width, also on resume
             del pool[: -args.pool_size]
         out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
         last = update + 1 == num_updates or bool(out_of_time)

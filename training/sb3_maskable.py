@@ -21,7 +21,7 @@ import torch
 from agents import make_agent
 from agents.arena import run_arena
 from agents.base import Agent
-from training.cli import parse_args
+from training.cli import parse_args, rules_from_flag
 from zhuoji_env.rules import Rules
 
 
@@ -112,7 +112,7 @@ def train(args: Args) -> dict:
     from sb3_contrib import MaskablePPO
 
     torch.set_num_threads(args.torch_threads)
-    rules = Rules.make(json.loads(args.rules) if args.rules.startswith("{") else args.rules)
+    rules = rules_from_flag(args.rules)
     env = make_env(args, rules)
     model = MaskablePPO(
         "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
