@@ -18,11 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.tiles import NUM_KINDS
 
-# phase block order (observation.py): turn, response to a discard, rob window, 报听 discard
-P_TURN, P_RESPONSE, P_ROB, P_BAOTING = 0, 1, 2, 3
+# the observation's phase block is one-hot in the engine's phase codes
+P_TURN, P_RESPONSE, P_ROB, P_BAOTING = TURN, RESPONSE, ROB, BAOTING_DISCARD
 
 
 class Agent:

@@ -66,17 +66,20 @@ from agents.base import (
     P_TURN,
     Agent,
     counts,
+    decision_tile,
     live_counts,
+    own_melds,
     phase,
 )
 from agents.simple import locked_window
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.settlement import zimo_extra
 from zhuoji_env.observation import block
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI
+from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI, prev_kind
 
-_PREV = np.array([9 * (k // 9) + (k % 9 + 8) % 9 for k in range(NUM_KINDS)])
+_PREV = prev_kind(np.arange(NUM_KINDS))
 _RANK_WAIT = np.array([0.05, 0.08, 0.11, 0.12, 0.12, 0.12, 0.11, 0.08, 0.05])
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
 _LN_FACT = np.log(np.cumprod(np.r_[1.0, np.arange(1, 16)]))
@@ -118,7 +121,7 @@ class RuleAgent(Agent):
 
     def __init__(self, seed=None, rules=None):
         super().__init__(seed)
-        self.rules = Rules.make(rules) if rules is not None else Rules.make("guiyang")
+        self.rules = Rules.make(rules)
         r = self.rules
         self.table = r.pattern_table
         self.kong_values = np.array(r.kong_values, dtype=np.float64)
@@ -128,12 +131,6 @@ class RuleAgent(Agent):
         self.zeren = r.zeren != "off"
 
     # ------------------------------------------------------------------ evaluation
-    def _zimo_extra(self, plain):
-        zb = self.rules.zimo_bonus
-        if zb == "plain_only":
-            return np.asarray(plain, dtype=np.float64)
-        return np.full(np.shape(plain), float(zb))
-
     def evaluate(self, h, mt, nm, passport, live, draws, collect, n_opp):
         """Value of ``3k+1`` hands ``h [m,27]`` with melds ``mt [m,27]`` (tiles), ``nm [m]``
         melds, ``passport [m]`` (may win plain hands on discards), ``live [m,27]`` unseen
@@ -160,7 +157,7 @@ class RuleAgent(Agent):
             ronable = ~plain | passport[rows]
             rr = np.where(ronable, rate[rows], 1.0)
             lv = live[rows, wt].astype(np.float64)
-            zimo_pay = n_opp[rows] * (value + self._zimo_extra(plain))
+            zimo_pay = n_opp[rows] * (value + zimo_extra(self.rules, plain))
             pay = zimo_pay / rr + value * (1 - 1 / rr)
             speed = np.zeros(m)
             gain = np.zeros(m)
@@ -187,7 +184,7 @@ class RuleAgent(Agent):
             mean = s_x / a + 1 / b
             p_win = poisson_sf(s_x + 1, draws * (s_x + 1) / mean)
             p_ready = poisson_sf(s_x, draws * a)
-            zimo_pay = n_opp * (value + self._zimo_extra(np.broadcast_to(plain, (m,))))
+            zimo_pay = n_opp * (value + zimo_extra(self.rules, np.broadcast_to(plain, (m,))))
             pay = zimo_pay / rr + value * (1 - 1 / rr)
             v_ready = self.p_draw * self.not_ready_seats * value + self.p_other_win * collect
             u = p_win * (pay + collect) + np.maximum(p_ready - p_win, 0) * v_ready
@@ -265,12 +262,8 @@ class RuleAgent(Agent):
         """Score every candidate (discard, kong, pong + discard, pass) and take the best."""
         k = obs.shape[0]
         h = counts(obs, "hand")
-        pong = counts(obs, "pong")
-        kexp = counts(obs, "kong_exposed")
-        kcon = counts(obs, "kong_concealed_own")
         kc = counts(obs, "kong_counts")  # [k,4,(an, bu, ming, late)]
-        mt = 3 * pong[:, 0] + 4 * (kexp[:, 0] + kcon)
-        nm = pong[:, 0].sum(-1) + kexp[:, 0].sum(-1) + kcon.sum(-1)
+        mt, nm, _ = own_melds(obs)
         n_players = block(obs, "seats_present").sum(-1).round().astype(np.int64)
         n_opp = (n_players - 1).astype(np.float64)
         my_bt = block(obs, "baoting")[:, 0].any(-1)
@@ -278,7 +271,7 @@ class RuleAgent(Agent):
         draws = block(obs, "wall")[:, 0] * NUM_TILES / np.maximum(n_players, 1)
         kv = self.kong_values
         dou = n_opp * (kc[:, 0, 0] * kv[0] + kc[:, 0, 1] * kv[1]) + kc[:, 0, 2] * kv[2]
-        tile = block(obs, "tile").argmax(-1)
+        tile = decision_tile(obs)
         flags = block(obs, "turn_flags")
         drawn = block(obs, "drawn")
         yaoji = block(obs, "yaoji")
