@@ -230,3 +230,14 @@ def test_next_prev_arrays():
         x = T.next_kind(x)
     np.testing.assert_array_equal(x, ks)
     np.testing.assert_array_equal(T.suit_of(ks), ks // 9)
+
+
+def test_kind_counts_of_rows():
+    walls = np.stack([T.full_set(), T.full_set()[::-1]]).astype(np.int64)
+    walls[1, :2] = [0, 26]
+    got = T.kind_counts(walls)
+    assert got.shape == (2, 27) and (got[0] == 4).all()
+    assert got[1, 0] == 5 and got[1, 26] == 3 and got[1].sum() == 108
+    assert T.kind_counts([3, 3, 5]).tolist() == [0, 0, 0, 2, 0, 1] + [0] * 21
+    with pytest.raises(ValueError, match="0-26"):
+        T.kind_counts([0, 27])

@@ -25,10 +25,6 @@ _N_SUIT = 5**9
 _INF = 99
 _CACHE_NAME = "hand_tables_v4.npz"
 
-# Shapes (牌型) of a winning hand.
-PINGHU, DADUIZI, QIDUI, LONGQIDUI, DANDIAO = 0, 1, 2, 3, 4
-SHAPE_NAMES = ("pinghu", "daduizi", "qidui", "longqidui", "dandiao")
-
 
 def _build_dist() -> np.ndarray:
     """DIST[idx, m, p] for every suit vector, by a DP over ranks (rank 1 most significant)."""

@@ -70,6 +70,20 @@ def to_counts(tiles: str | Sequence[str] | Iterable[int]) -> np.ndarray:
     return np.bincount(np.asarray(kinds, dtype=np.int64), minlength=NUM_KINDS).astype(np.int8)
 
 
+def kind_counts(rows) -> np.ndarray:
+    """Counts ``[..., 27]`` of the kinds in rows of kinds ``[..., L]`` (a wall, a batch of walls).
+
+    Raises ``ValueError`` for a kind outside 0-26.
+    """
+    t = np.asarray(rows, dtype=np.int64)
+    if t.size and (t.min() < 0 or t.max() >= NUM_KINDS):
+        raise ValueError(f"tile kinds must be 0-{NUM_KINDS - 1}")
+    flat = t.reshape(-1, t.shape[-1])
+    offsets = np.arange(flat.shape[0])[:, None] * NUM_KINDS
+    counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * NUM_KINDS)
+    return counts.reshape(t.shape[:-1] + (NUM_KINDS,))
+
+
 def from_counts(counts: np.ndarray) -> list[int]:
     """Sorted kinds of a 27-vector of counts."""
     counts = np.asarray(counts)

@@ -40,7 +40,7 @@ from zhuoji_env.engine.state import (
     empty_state,
 )
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI
+from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI, kind_counts
 
 _EYE = np.eye(NUM_KINDS, dtype=np.int8)
 
@@ -49,20 +49,13 @@ class IllegalActionError(ValueError):
     """An action that the game's current decision does not allow."""
 
 
-def ready(st: State, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """叫牌 (RULES.md 5.2) of seats ``s`` in games ``g`` holding 3k+1 concealed tiles."""
-    m = st.meld[g, s]
-    return hands.is_ready(st.hand[g, s], meld_tiles(m), (m > 0).sum(-1))
-
-
 # --------------------------------------------------------------------------- dealing
 def deal(rules: Rules, walls, dealer, streak=0) -> State:
     """Start hands from ``walls`` (``[B,108]`` kinds) with the given dealers and streaks."""
     walls = np.asarray(walls)
     if walls.ndim != 2 or walls.shape[1] != NUM_TILES:
         raise ValueError(f"walls must have shape [B, 108], got {walls.shape}")
-    counts = (walls[:, :, None] == np.arange(NUM_KINDS)).sum(1)
-    if walls.min() < 0 or walls.max() >= NUM_KINDS or (counts != 4).any():
+    if walls.min() < 0 or walls.max() >= NUM_KINDS or (kind_counts(walls) != 4).any():
         raise ValueError("a wall must hold each of the 27 kinds exactly four times")
     b, n = walls.shape[0], rules.num_players
     st = empty_state(b, n)
@@ -152,7 +145,7 @@ def _record(st: State, g, seat, action) -> None:
     st.rec_len[g] += 1
 
 
-def _live_draw(rules: Rules, st: State, g: np.ndarray, s: np.ndarray) -> None:
+def _live_draw(st: State, g: np.ndarray, s: np.ndarray) -> None:
     """Seat ``s`` draws from the front and takes a turn; an empty wall ends in 黄庄."""
     empty = st.front[g] > st.back[g]
     if empty.any():
@@ -245,7 +238,7 @@ def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
         if rob:
             _complete_bugang(st, quiet, p[~asked], t[~asked])
         else:
-            _live_draw(rules, st, quiet, (p[~asked] + 1) % n)
+            _live_draw(st, quiet, (p[~asked] + 1) % n)
 
 
 def _next_asked(st: State, g, p, after) -> np.ndarray:
@@ -351,7 +344,7 @@ def _resolve_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
             st.tile[gg] = -1
     rest = ~claimed
     if rest.any():
-        _live_draw(rules, st, g[rest], (p[rest] + 1) % n)
+        _live_draw(st, g[rest], (p[rest] + 1) % n)
 
 
 def _take_from_river(st: State, g, p, fate, claimer=None) -> None:

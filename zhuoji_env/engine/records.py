@@ -19,7 +19,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER, State
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_TILES, code, format_tiles, parse_tiles
+from zhuoji_env.tiles import NUM_TILES, code, format_tiles, kind_counts, parse_tiles
 
 FORMAT = "zhuoji-record-1"
 
@@ -97,7 +97,7 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
         wall = np.asarray(parse_tiles(raw_wall), dtype=np.int8)
     except (ValueError, TypeError) as err:
         raise RecordError(f"bad wall: {err}") from None
-    counts = np.bincount(wall, minlength=27)
+    counts = kind_counts(wall)
     if wall.size != NUM_TILES or (counts != 4).any():
         short = [code(k) for k in np.flatnonzero(counts != 4)]
         raise RecordError(

@@ -93,7 +93,7 @@ def settle(rules: Rules, st: State, e: np.ndarray) -> None:
     flip[live] = st.wall[e[live], st.front[e[live]]]
     flip[draw] = -1
     if won.any():
-        _settle_wins(rules, st, e, ledger, won, end, winners, tile, hand, mt, nm, ready, flip)
+        _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, flip)
     ledger[..., I_BAOPAI] += st.baopai[e]
     ledger *= rules.base_stake
     st.ledger[e] = ledger
@@ -142,7 +142,7 @@ def _chajiao(rules, st, e, ledger, draw, hand, mt, nm, ready) -> None:
             ledger[:, i, r, I_CHAJIAO] += np.where(due, amount, 0)
 
 
-def _settle_wins(rules, st, e, ledger, won, end, winners, tile, hand, mt, nm, ready, flip):
+def _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, flip):
     n = rules.num_players
     k = e.size
     rows = np.arange(k)

@@ -21,7 +21,6 @@ MAX_DECISIONS = 640
 
 # phase
 TURN, RESPONSE, ROB, BAOTING_DISCARD, OVER = 0, 1, 2, 3, 4
-PHASE_NAMES = ("turn", "response", "rob", "baoting_discard", "over")
 # meld type per kind
 NO_MELD, PONG_MELD, AN_KONG, BU_KONG, MING_KONG = 0, 1, 2, 3, 4
 # how a hand ended
