@@ -62,6 +62,7 @@ import numpy as np
 from agents.base import Agent
 from agents.registry import make_agent
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import first_deals
 from zhuoji_env.engine.records import deltas as ledger_deltas
 from zhuoji_env.engine.records import record_of
 from zhuoji_env.engine.state import (
@@ -82,7 +83,6 @@ from zhuoji_env.engine.state import (
 )
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
-from zhuoji_env.tiles import full_set
 
 SEATING_MODES = ("permute", "rotate")
 # per (deal, agent) accumulators, in this order
@@ -130,14 +130,9 @@ def labels_of(specs: Sequence[str]) -> list[str]:
 
 
 def deal_walls(seed: int, deal_ids: np.ndarray, num_players: int):
-    """Walls ``[D,108]`` and first dealers ``[D]`` of deals ``deal_ids`` (as ``BatchGame``)."""
-    tiles = full_set()
-    walls, dealers = [], []
-    for d in deal_ids:
-        rng = np.random.default_rng([seed, int(d)])
-        walls.append(rng.permutation(tiles))
-        dealers.append(rng.integers(num_players))
-    return np.stack(walls), np.array(dealers, dtype=np.int64)
+    """Walls ``[D,108]`` and first dealers ``[D]`` of deals ``deal_ids``: game ``d`` of a
+    ``BatchGame`` seeded with ``seed`` deals the same."""
+    return first_deals([np.random.default_rng([seed, int(d)]) for d in deal_ids], num_players)
 
 
 # --------------------------------------------------------------------------- playing

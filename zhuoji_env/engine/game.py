@@ -22,6 +22,13 @@ from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import full_set
 
 
+def first_deals(rngs, num_players: int) -> tuple[np.ndarray, np.ndarray]:
+    """Walls ``[D,108]`` and first dealers ``[D]`` of new matches, each drawn from its game's
+    generator (the wall, then the dealer)."""
+    walls = np.stack([rng.permutation(full_set()) for rng in rngs])
+    return walls, np.array([rng.integers(num_players) for rng in rngs], dtype=np.int64)
+
+
 @dataclass
 class StepOutput:
     """What one step of a :class:`BatchGame` produced."""
@@ -68,8 +75,7 @@ class BatchGame:
         self._rngs = [np.random.default_rng([seed, i]) for i in range(self.batch_size)]
         self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int32)
         self.hand_no = np.zeros(self.batch_size, dtype=np.int32)
-        idx = np.arange(self.batch_size)
-        self.state = core.deal(self.rules, self._walls(idx), self._first_dealers(idx), 0)
+        self.state = core.deal(self.rules, *first_deals(self._rngs, self.num_players), 0)
 
     def _walls(self, idx: np.ndarray) -> np.ndarray:
         tiles = full_set()
