@@ -137,7 +137,7 @@ discards in brackets. After the match ends every hand is shown with the result.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -232,6 +232,42 @@ def score_parts(result: Mapping[str, Any], seat: int) -> dict[str, int]:
             if item in items:
                 out[part] += int(amount) * ((payee == seat) - (payer == seat))
     return out
+
+
+def hand_info(result: Mapping[str, Any], seat: int, hand_no: int, score: int) -> dict[str, Any]:
+    """The info of a seat for a hand that ended: its number in the match, the seat's score and
+    its :func:`score_parts`, and the hand's result (a copy)."""
+    return {"hand_no": hand_no, "score": score, **score_parts(result, seat),
+            "result": copy.deepcopy(result)}
+
+
+def wall_rows(walls, b: int) -> np.ndarray:
+    """``[b, 108]`` kinds of ``b`` walls given as tile codes (one string or a list of codes
+    each) or kinds: the ``wall`` and ``walls`` options of ``reset``."""
+    rows = [parse_tiles(w) if isinstance(w, str) or (len(w) and isinstance(w[0], str)) else w
+            for w in walls]
+    return np.asarray(rows, dtype=np.int8).reshape(b, NUM_TILES)
+
+
+def match_game(game: BatchGame | None, rules: Rules, seed: int) -> BatchGame:
+    """The one-game :class:`BatchGame` of an environment, on a new match (made on first use)."""
+    if game is None:
+        return BatchGame(rules, 1, seed=seed, auto_reset=False, keep_records=True)
+    game.reset(seed)
+    return game
+
+
+def present(render_mode: str | None, make_text: Callable[[], str]) -> str | None:
+    """``render()``: the text returned (``ansi``) or printed (``human``); a warning and
+    nothing without a render mode (Gymnasium's convention)."""
+    if render_mode is None:
+        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+        return None
+    text = make_text()
+    if render_mode == "human":
+        print(text)
+        return None
+    return text
 
 
 def check_options(render_mode, render_modes, illegal_action: str, tile_style: str) -> None:
@@ -503,20 +539,11 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
             if self._seed_rng is None:
                 self._seed_rng = np.random.default_rng()
             match_seed = int(self._seed_rng.integers(2**63))
-        if self.game is None:
-            self.game = BatchGame(
-                self.rules, 1, seed=match_seed, auto_reset=False, keep_records=True
-            )
-        else:
-            self.game.reset(match_seed)
+        self.game = match_game(self.game, self.rules, match_seed)
         options = options or {}
         if "wall" in options:
-            wall = options["wall"]
-            if isinstance(wall, str) or (len(wall) and isinstance(wall[0], str)):
-                wall = parse_tiles(wall)
-            wall = np.asarray(wall, dtype=np.int8).reshape(1, NUM_TILES)
-            dealer = int(options.get("dealer", 0))
-            self.game.state = core.deal(self.rules, wall, dealer, 0)
+            wall = wall_rows([options["wall"]], 1)
+            self.game.state = core.deal(self.rules, wall, int(options.get("dealer", 0)), 0)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -590,11 +617,8 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
             for s, name in enumerate(self.possible_agents):
                 self.rewards[name] = float(out.rewards[0, s])
                 self.infos[name] = {
-                    "hand_no": hand_no,
-                    "score": int(out.rewards[0, s]),
+                    **hand_info(result, s, hand_no, int(out.rewards[0, s])),
                     "match_score": int(totals[s]),
-                    **score_parts(result, s),
-                    "result": copy.deepcopy(result),
                 }
         if out.match_over[0]:
             self.terminations = dict.fromkeys(self.agents, True)
@@ -607,16 +631,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
     # ------------------------------------------------------------------ rendering
     def render(self, reveal: bool | None = None, viewer: int | None = None) -> str | None:
         """The table (``ansi``: returned; ``human``: printed). See the module documentation."""
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "You are calling render method without specifying any render mode."
-            )
-            return None
-        text = self.render_text(reveal=reveal, viewer=viewer)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return present(self.render_mode, lambda: self.render_text(reveal=reveal, viewer=viewer))
 
     def render_text(self, reveal: bool | None = None, viewer: int | None = None) -> str:
         """The table as a string, whatever ``render_mode`` is."""

@@ -65,7 +65,6 @@ Rendering
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,14 +81,16 @@ from zhuoji_env.envs.aec import (
     check_options,
     check_seat,
     default_illegal_reward,
+    hand_info,
     illegal_message,
+    match_game,
     observation_box,
+    present,
     render_game,
-    score_parts,
+    wall_rows,
 )
 from zhuoji_env.observation import encode_one
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_TILES, parse_tiles
 
 __all__ = ["SingleAgentEnv", "call_policy"]
 
@@ -174,17 +175,9 @@ class SingleAgentEnv(gymnasium.Env):
         skipped = 0
         while True:
             match_seed = int(rng.integers(2**63))
-            if self.game is None:
-                self.game = BatchGame(
-                    self.rules, 1, seed=match_seed, auto_reset=False, keep_records=True
-                )
-            else:
-                self.game.reset(match_seed)
+            self.game = match_game(self.game, self.rules, match_seed)
             if "wall" in options and skipped == 0:
-                wall = options["wall"]
-                if isinstance(wall, str) or (len(wall) and isinstance(wall[0], str)):
-                    wall = parse_tiles(wall)
-                wall = np.asarray(wall, dtype=np.int8).reshape(1, NUM_TILES)
+                wall = wall_rows([options["wall"]], 1)
                 self.game.state = core.deal(self.rules, wall, int(options.get("dealer", 0)), 0)
             self.records = []
             self._hands = []
@@ -216,15 +209,8 @@ class SingleAgentEnv(gymnasium.Env):
         result = rec["result"]
         self._last_result = result
         score = int(out.rewards[0, self.seat])
-        self._hands.append(
-            {
-                "hand_no": len(self.records),
-                "seat": self.seat,
-                "score": score,
-                **score_parts(result, self.seat),
-                "result": copy.deepcopy(result),
-            }
-        )
+        self._hands.append({**hand_info(result, self.seat, len(self.records), score),
+                            "seat": self.seat})
         if not out.match_over[0]:
             self._draw_seat()
         return float(score)
@@ -299,16 +285,7 @@ class SingleAgentEnv(gymnasium.Env):
         return g.mask[0].copy()
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "You are calling render method without specifying any render mode."
-            )
-            return None
-        text = self.render_text()
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return present(self.render_mode, self.render_text)
 
     def render_text(self, reveal: bool | None = None) -> str:
         """The table seen from the learner's seat, whatever ``render_mode`` is."""

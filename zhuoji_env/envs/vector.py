@@ -113,10 +113,10 @@ from zhuoji_env.envs.aec import (
     illegal_message,
     observation_box,
     render_table,
+    wall_rows,
 )
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_TILES, parse_tiles
 
 __all__ = ["SelfPlayVecEnv", "Transitions", "seat_gae"]  # and SB3VecEnv, on first use
 
@@ -193,10 +193,7 @@ def seat_gae(
 
 
 def _walls_option(options: Mapping, b: int) -> tuple[np.ndarray, np.ndarray]:
-    walls = options["walls"]
-    rows = [parse_tiles(w) if isinstance(w, str) or (len(w) and isinstance(w[0], str)) else w
-            for w in walls]
-    walls = np.asarray(rows, dtype=np.int8).reshape(b, NUM_TILES)
+    walls = wall_rows(options["walls"], b)
     dealers = np.broadcast_to(np.asarray(options.get("dealers", 0)), b)
     return walls, dealers
 
