@@ -123,6 +123,7 @@ def _offsets(layout) -> dict[str, slice]:
 SLICES: dict[str, slice] = _offsets(LAYOUT)
 """Where each block lies in the flat observation."""
 SHAPES: dict[str, tuple[int, ...]] = dict(LAYOUT)
+_ALL_SHAPES = dict(LAYOUT + STATE_EXTRA)
 OBS_SIZE: int = max(s.stop for s in SLICES.values())
 STATE_SLICES: dict[str, slice] = _offsets(LAYOUT + STATE_EXTRA)
 STATE_SIZE: int = max(s.stop for s in STATE_SLICES.values())
@@ -131,8 +132,7 @@ STATE_SIZE: int = max(s.stop for s in STATE_SLICES.values())
 def block(obs: np.ndarray, name: str) -> np.ndarray:
     """The named block of observations ``[..., OBS_SIZE]``, reshaped to its shape."""
     sl = (STATE_SLICES if obs.shape[-1] == STATE_SIZE else SLICES)[name]
-    shape = dict(LAYOUT + STATE_EXTRA)[name]
-    return obs[..., sl].reshape(obs.shape[:-1] + shape)
+    return obs[..., sl].reshape(obs.shape[:-1] + _ALL_SHAPES[name])
 
 
 _SLOTS = np.arange(SEATS)

@@ -559,11 +559,14 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         g = self.game
         seat = self.agent_name_mapping[agent]
         obs = encode_one(g.state, 0, seat, g.scores, g.hand_no, self.rules.hands_per_game)
+        return {"observation": obs, "action_mask": self._mask(agent).astype(np.int8)}
+
+    def _mask(self, agent: str) -> np.ndarray:
+        """The engine's mask for the agent to act; all false for any other agent."""
+        g = self.game
         if agent == self.agent_selection and g.state.phase[0] != OVER and agent in self.agents:
-            mask = g.mask[0].astype(np.int8)
-        else:
-            mask = np.zeros(A.NUM_ACTIONS, dtype=np.int8)
-        return {"observation": obs, "action_mask": mask}
+            return g.mask[0]
+        return np.zeros(A.NUM_ACTIONS, dtype=bool)
 
     def state(self) -> np.ndarray:
         g = self.game
@@ -573,8 +576,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """bool ``[86]``: the legal actions of ``agent`` (default: the agent to act)."""
-        agent = self.agent_selection if agent is None else agent
-        return self.observe(agent)["action_mask"].astype(bool)
+        return self._mask(self.agent_selection if agent is None else agent).copy()
 
     # ------------------------------------------------------------------ stepping
     def step(self, action) -> None:
