@@ -213,8 +213,18 @@ def test_sb3_vec_env_api_and_illegal_action():
     masks = env.action_masks()
     acts = masks.argmax(1)
     acts[1] = int(np.flatnonzero(~masks[1])[0])
-    with pytest.raises(IllegalActionError, match="env 1"):
+    with pytest.raises(IllegalActionError, match=r"the learner in env 1 \(seat 0\)"):
         env.step(acts)
+
+
+def test_sb3_vec_env_illegal_opponent_action():
+    def first_illegal(obs, mask):
+        return (~mask.astype(bool)).argmax(1)
+
+    env = _sb3(num_envs=2, seed=3, opponent=first_illegal)
+    with pytest.raises(IllegalActionError, match=r"the opponent in env \d \(seat [123]\)"):
+        for _ in range(10):
+            env.reset()
 
 
 def test_sb3_vec_env_batched_opponent():

@@ -198,6 +198,19 @@ def _walls_option(options: Mapping, b: int) -> tuple[np.ndarray, np.ndarray]:
     return walls, dealers
 
 
+def _check_legal(who: str, st, rows, seats, mask, acts) -> None:
+    """Raise :class:`IllegalActionError` for the first of ``acts`` (of ``who`` in games ``rows``
+    at ``seats``, with masks ``mask``) that is not legal."""
+    ok = (acts >= 0) & (acts < A.NUM_ACTIONS)
+    ok[ok] = mask[np.flatnonzero(ok), acts[ok]]
+    if not ok.all():
+        j = int(np.flatnonzero(~ok)[0])
+        i = int(rows[j])
+        raise IllegalActionError(
+            illegal_message(f"{who} in env {i} (seat {int(seats[j])})", st, i, acts[j])
+        )
+
+
 class SelfPlayVecEnv:
     """Batched self-play with per-seat credit assignment; see the module documentation."""
 
@@ -394,14 +407,7 @@ def _make_sb3_class():
                     raise ValueError(
                         f"the opponent returned {acts.shape} actions for {wait.size} games"
                     )
-                ok = (acts >= 0) & (acts < A.NUM_ACTIONS)
-                ok[ok] = mask[np.flatnonzero(ok), acts[ok]]
-                if not ok.all():
-                    j = int(np.flatnonzero(~ok)[0])
-                    i, s = int(wait[j]), int(seats[j])
-                    raise IllegalActionError(
-                        illegal_message(f"the opponent in env {i} (seat {s})", g.state, i, acts[j])
-                    )
+                _check_legal("the opponent", g.state, wait, seats, mask, acts)
                 full = np.full(g.batch_size, -1, dtype=np.int64)
                 full[wait] = acts
                 active = np.zeros(g.batch_size, dtype=bool)
@@ -441,14 +447,7 @@ def _make_sb3_class():
             g = self.game
             acts = self._actions
             b = self.num_envs
-            ok = (acts >= 0) & (acts < A.NUM_ACTIONS)
-            ok[ok] = g.mask[np.flatnonzero(ok), acts[ok]]
-            if not ok.all():
-                i = int(np.flatnonzero(~ok)[0])
-                raise IllegalActionError(
-                    illegal_message(f"the learner in env {i} (seat {int(self._seat[i])})",
-                                    g.state, i, acts[i])
-                )
+            _check_legal("the learner", g.state, self._rows, self._seat, g.mask, acts)
             rew = self._carry.copy()
             self._carry[:] = 0.0
             new_ep = np.zeros(b, dtype=bool)
