@@ -249,3 +249,14 @@ def test_maskable_ppo_smoke_on_sb3_vec_env(one_torch_thread):
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
     model.learn(total_timesteps=512)
     assert model.num_timesteps >= 512
+
+
+def test_sb3_vec_env_constructor_seed_is_the_first_resets():
+    a = _sb3(num_envs=3, seed=5)
+    b = _sb3(num_envs=3)
+    b.seed(5)
+    c = _sb3(num_envs=3, seed=6)
+    first = a.reset()
+    np.testing.assert_array_equal(first, b.reset())
+    assert not np.array_equal(first, c.reset())
+    assert not np.array_equal(first, a.reset())  # later resets draw new matches

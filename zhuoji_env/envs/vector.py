@@ -342,7 +342,6 @@ def _make_sb3_class():
             self.opponent = RandomPolicy() if opponent is None else opponent
             self.render_mode = render_mode
             self.game = BatchGame(self.rules, num_envs, seed=seed, auto_reset=False)
-            self._first_seed = seed
             self._rng = np.random.default_rng(seed)
             self._rows = np.arange(num_envs)
             self._seat = np.zeros(num_envs, dtype=np.int64)
@@ -353,6 +352,8 @@ def _make_sb3_class():
             self._actions: np.ndarray | None = None
             self.skipped_matches = 0
             super().__init__(num_envs, observation_box(self.rules), spaces.Discrete(A.NUM_ACTIONS))
+            if seed is not None:
+                self.seed(seed)  # SB3's seeds: the first reset deals BatchGame(seed=seed)
 
         # -------------------------------------------------------------- helpers
         def _draw_seats(self, idx: np.ndarray) -> None:
@@ -385,8 +386,7 @@ def _make_sb3_class():
                     terminal[int(i)] = obs[j]
                 done[ended] = True
                 new_ep[ended] = True
-            skipped = fin[np.isin(fin, ended, invert=True)]
-            self.skipped_matches += int(skipped.size)
+            self.skipped_matches += int(fin.size - ended.size)
             self._carry[fin] = 0.0
             self.game.restart(fin)
             self._draw_seats(fin)
@@ -417,10 +417,7 @@ def _make_sb3_class():
 
         # -------------------------------------------------------------- VecEnv API
         def reset(self):
-            seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-            if seed is None and self._first_seed is not None:
-                seed = self._first_seed
-            self._first_seed = None
+            seed = self._seeds[0]
             if seed is not None:
                 self._rng = np.random.default_rng(seed)
             else:
