@@ -152,8 +152,8 @@ class RuleAgent(Agent):
             wr, wt = np.nonzero(improve[rd])
             rows = rd[wr]
             won = h[rows] + EYE[wt]
-            value = hands.hand_value(won, mt[rows], nm[rows], tb).astype(np.float64)
-            plain = hands.is_plain(won, mt[rows], nm[rows])
+            value, plain = hands.value_and_plain(won, mt[rows], nm[rows], tb)
+            value = value.astype(np.float64)
             ronable = ~plain | passport[rows]
             rr = np.where(ronable, rate[rows], 1.0)
             lv = live[rows, wt].astype(np.float64)

@@ -787,6 +787,10 @@ def test_hand_value_random_wins(nsets):
     # plain = a non-flush 平胡 = guiyang value 1
     plain = H.is_plain(hands, mt, melds)
     np.testing.assert_array_equal(plain, H.hand_value(hands, mt, melds, TABLES["guiyang"]) == 1)
+    for table in TABLES.values():
+        value, both_plain = H.value_and_plain(hands, mt, melds, table)
+        np.testing.assert_array_equal(value, H.hand_value(hands, mt, melds, table))
+        np.testing.assert_array_equal(both_plain, plain)
 
 
 # ============================================================================ batch vs single
@@ -823,6 +827,7 @@ FUNCS = {
     "hand_value_g": lambda c, mt, m: H.hand_value(c, mt, m, TABLES["guiyang"]),
     "hand_value_a": lambda c, mt, m: H.hand_value(c, mt, m, TABLES["app"]),
     "is_plain": lambda c, mt, m: H.is_plain(c, mt, m),
+    "value_and_plain": lambda c, mt, m: np.stack(H.value_and_plain(c, mt, m, TABLES["app"]), -1),
     "chajiao_c": lambda c, mt, m: H.chajiao_value(c, mt, m, TABLES["classic"]),
     "chajiao_a": lambda c, mt, m: H.chajiao_value(c, mt, m, TABLES["app"]),
     "shape_and_flush": lambda c, mt, m: np.stack(H.shape_and_flush(c, mt, m), -1),

@@ -344,7 +344,27 @@ def hand_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarra
 
     ``table`` is ``Rules.pattern_table``.
     """
-    daduizi, seven, dragon, dandiao, flush = shape_and_flush(concealed, meld_tiles, melds)
+    return _value(shape_and_flush(concealed, meld_tiles, melds), table)
+
+
+def is_plain(concealed, meld_tiles, melds) -> np.ndarray:
+    """A non-flush 平胡 (needs a passport to win on a discard, RULES.md 5.3)."""
+    return _plain(shape_and_flush(concealed, meld_tiles, melds))
+
+
+def value_and_plain(concealed, meld_tiles, melds, table: dict[str, int]):
+    """``(hand_value, is_plain)`` of winning hands from one reading of their shapes."""
+    shapes = shape_and_flush(concealed, meld_tiles, melds)
+    return _value(shapes, table), _plain(shapes)
+
+
+def _plain(shapes) -> np.ndarray:
+    daduizi, seven, _, dandiao, flush = shapes
+    return ~(daduizi | seven | flush | dandiao)
+
+
+def _value(shapes, table: dict[str, int]) -> np.ndarray:
+    daduizi, seven, dragon, dandiao, flush = shapes
     base = np.full(daduizi.shape, table["pinghu"], dtype=np.int32)
     base = np.where(daduizi, table["daduizi"], base)
     base = np.where(seven, table["qidui"], base)
@@ -355,12 +375,6 @@ def hand_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarra
         dd = np.where(flush, 2 * table["dandiao"], table["dandiao"])
         value = np.where(dandiao, np.maximum(value, dd), value)
     return value
-
-
-def is_plain(concealed, meld_tiles, melds) -> np.ndarray:
-    """A non-flush 平胡 (needs a passport to win on a discard, RULES.md 5.3)."""
-    daduizi, seven, _, dandiao, flush = shape_and_flush(concealed, meld_tiles, melds)
-    return ~(daduizi | seven | flush | dandiao)
 
 
 def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarray:

@@ -268,9 +268,9 @@ def _penalty(rules: Rules, st: State, g, q, t, rob: bool) -> None:
     m = st.meld[g, q]
     nm = (m > 0).sum(-1)
     mt = meld_tiles(m)
-    value = hands.hand_value(h, mt, nm, rules.pattern_table)
+    value, plain = hands.value_and_plain(h, mt, nm, rules.pattern_table)
     if rob:
-        value = value + zimo_extra(rules, hands.is_plain(h, mt, nm))
+        value = value + zimo_extra(rules, plain)
     value = value + baoting_bonus(rules, st.baoting[g, q])
     n = rules.num_players
     for j in range(1, n):

@@ -164,8 +164,7 @@ def _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, f
 
     # 7.2 hand payments
     table = rules.pattern_table
-    pattern = hands.hand_value(hand, mt, nm, table)
-    plain = hands.is_plain(hand, mt, nm)
+    pattern, plain = hands.value_and_plain(hand, mt, nm, table)
     bt = baoting_bonus(rules, st.baoting[e])
     bt_disc = bt[rows, disc]
     kv = rules.kong_values
