@@ -180,11 +180,10 @@ def _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, f
             continue
         zx = zimo_extra(rules, plain[:, w])
         v_zimo = pattern[:, w] + zx + rules.gangkai_bonus * st.rep_draw[e] + bt[:, w]
+        due = isw & zimo
         for o in range(n):
-            if o == w:
-                continue
-            due = isw & zimo
-            ledger[:, o, w, I_HU] += np.where(due, v_zimo + streak_term(rules, st, e, o, w), 0)
+            if o != w:
+                ledger[:, o, w, I_HU] += np.where(due, v_zimo + streak_term(rules, st, e, o, w), 0)
         s_term = streak_term(rules, st, e, disc, w)
         v_ron = pattern[:, w] + bt[:, w] + bt_disc + s_term
         if rules.qianggang == "pay_for_all":
@@ -203,14 +202,13 @@ def _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, f
     n_bu = (collects_kong & (meld == BU_KONG)).sum(-1)
     ming = collects_kong & (meld == MING_KONG)
     feeder = st.meld_from[e]
-    for o in range(n):
-        for p in range(n):
-            if p == o:
-                continue
-            ledger[:, p, o, I_DOU_AN] += np.where(won, n_an[:, o] * kv[0], 0)
-            ledger[:, p, o, I_DOU_BU] += np.where(won, n_bu[:, o] * kv[1], 0)
-            fed = (ming[:, o] & (feeder[:, o] == p)).sum(-1)
-            ledger[:, p, o, I_DOU_MING] += np.where(won, fed * kv[2], 0)
+    others = ~np.eye(n, dtype=bool)  # [payer, payee]: every other seat pays
+    won_seats = won[:, None]
+    ledger[..., I_DOU_AN] += others * np.where(won_seats, n_an * kv[0], 0)[:, None, :]
+    ledger[..., I_DOU_BU] += others * np.where(won_seats, n_bu * kv[1], 0)[:, None, :]
+    for p in range(n):  # 点豆: only the feeder pays
+        fed = (ming & (feeder == p)).sum(-1)  # [k, payee]
+        ledger[:, p, :, I_DOU_MING] += others[p] * np.where(won_seats, fed * kv[2], 0)
 
     # 7.4 chickens
     has_flip = flip >= 0
@@ -246,12 +244,8 @@ def _settle_wins(rules, st, e, ledger, won, end, winners, hand, mt, nm, ready, f
     collect = won[:, None] & ~burned
     if rules.ready_required:
         collect &= ready
-    for c in range(n):
-        for o in range(n):
-            if o == c:
-                continue
-            ledger[:, o, c, I_CHICKEN] += np.where(collect[:, c], total[:, c], 0)
-            ledger[:, o, c, I_CHONGFENG] += np.where(collect[:, c], cf[:, c], 0)
+    ledger[..., I_CHICKEN] += others * np.where(collect, total, 0)[:, None, :]
+    ledger[..., I_CHONGFENG] += others * np.where(collect, cf, 0)[:, None, :]
 
     # 责任鸡
     if rules.zeren != "off":
