@@ -12,22 +12,25 @@ from collections import Counter
 
 from reference import RefGame, replay_record
 
+from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import format_tiles, kind, parse_tiles
 
 
-def make_wall(dealer, hands, live="", back="", n=4):
+def make_wall(dealer, hands, live="", back="", n=4, partial=False):
     """A wall (list of kinds) dealing ``hands`` (seat -> codes; the dealer's 14th code is its
     extra tile), then ``live`` as the next live draws (W[13n+1], ...), ``back`` as replacement
-    draws (W[107] first); the other tiles fill the middle in sorted order (1m, 1m, ..., 9s)."""
+    draws (W[107] first); the other tiles fill the middle in sorted order (1m, 1m, ..., 9s).
+    With ``partial``, seats may be left out or given fewer tiles (the fill deals the rest)."""
     wall = [None] * 108
     for k in range(n):
         seat = (dealer + k) % n
-        tiles = parse_tiles(hands[seat])
-        assert len(tiles) == (14 if seat == dealer else 13), f"seat {seat}: {len(tiles)} tiles"
-        wall[13 * k : 13 * k + 13] = tiles[:13]
-        if seat == dealer:
+        tiles = parse_tiles(hands.get(seat, "") if partial else hands[seat])
+        full = 14 if seat == dealer else 13
+        assert partial or len(tiles) == full, f"seat {seat}: {len(tiles)} tiles"
+        wall[13 * k : 13 * k + len(tiles[:13])] = tiles[:13]
+        if len(tiles) == 14:
             wall[13 * n] = tiles[13]
     for i, t in enumerate(parse_tiles(live)):
         assert wall[13 * n + 1 + i] is None
@@ -116,15 +119,46 @@ def play_out(rec, stop=None):
     ``stop(game)`` is true (then the caller appends its own decisions). Returns ``rec``."""
     rules = Rules.make(rec["rules"])
     game = RefGame(rules, parse_tiles(rec["wall"]), rec["dealer"], rec["dealer_streak"])
-    for a in rec["actions"]:
-        game.apply(a[0], a[1], kind(a[2]) if len(a) > 2 else None)
+    play(game, rec["actions"])
     while not game.done and not (stop and stop(game)):
-        seat = game.to_act()
-        if game.phase == "turn":
-            assert game.last_draw is not None
-            move = [seat, "discard", format_tiles([game.last_draw])]
-        else:
-            move = [seat, "pass"]
-        game.apply(move[0], move[1], kind(move[2]) if len(move) > 2 else None)
+        move = idle_move(game)
+        play(game, [move])
         rec["actions"].append(move)
     return rec
+
+
+def play(game, actions):
+    """Apply record actions (``[seat, action]`` or ``[seat, action, tile code]``) to a
+    reference game."""
+    for a in actions:
+        game.apply(a[0], a[1], kind(a[2]) if len(a) > 2 else None)
+
+
+def idle_move(game):
+    """The reference game's next decision at a table where nobody claims anything: the turn
+    seat discards the tile it just drew, an asked seat passes."""
+    seat = game.to_act()
+    if game.phase == "turn":
+        assert game.last_draw is not None
+        return [seat, "discard", format_tiles([game.last_draw])]
+    return [seat, "pass"]
+
+
+# seat 0 deals and discards 9m, the others discard what they draw, seat 0 then discards 5m and
+# seat 1 wins on it with a 大对子 (111p 222s 333s 444s + 5m): the credit-assignment scenario of
+# the environment and training tests
+CREDIT_HANDS = {
+    0: "1m2m3m4m5m6m7m8m9m2p3p4p7p5m",
+    1: "1p1p1p2s2s2s3s3s3s4s4s4s5m",
+    2: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
+    3: "1m1m2m2m3m3m4m6m7m8m5p5p5p",
+}
+CREDIT_WALL = make_wall(0, CREDIT_HANDS, live="7s2p6m7p")
+CREDIT_PLAN = [
+    (0, A.encode("discard", "9m")),
+    (1, A.encode("discard", "7s")),
+    (2, A.encode("discard", "2p")),
+    (3, A.encode("discard", "6m")),
+    (0, A.encode("discard", "5m")),
+    (1, A.HU),
+]

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from scenario_helpers import make_wall
 
 from agents import (
     AGENT_FACTORIES,
@@ -26,7 +27,7 @@ from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, TURN
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import parse_tiles, to_counts
+from zhuoji_env.tiles import to_counts
 
 VARIANTS = [
     "guiyang",
@@ -39,25 +40,12 @@ VARIANTS = [
 
 
 def _wall(dealer: int, hands_by_seat: dict[int, str], n: int = 4, live: str = "") -> np.ndarray:
-    """A wall dealing the given hands (the dealer's 14th code is its extra tile), then ``live``
-    draws; everything else in sorted order."""
-    wall: list[int | None] = [None] * 108
-    for k in range(n):
-        seat = (dealer + k) % n
-        tiles = parse_tiles(hands_by_seat[seat]) if seat in hands_by_seat else []
-        wall[13 * k : 13 * k + len(tiles[:13])] = tiles[:13]
-        if seat == dealer and len(tiles) == 14:
-            wall[13 * n] = tiles[13]
-    for i, t in enumerate(parse_tiles(live)):
-        wall[13 * n + 1 + i] = t
-    rest = Counter({k: 4 for k in range(27)})
-    rest.subtract(t for t in wall if t is not None)
-    assert all(v >= 0 for v in rest.values())
-    fill = sorted(rest.elements())
-    return np.array([[t if t is not None else fill.pop(0) for t in wall]], dtype=np.int8)
+    """A one-game wall batch dealing the given hands (others from the sorted fill)."""
+    wall = make_wall(dealer, hands_by_seat, live=live, n=n, partial=True)
+    return np.array([wall], dtype=np.int8)
 
 
-def _obs(rules, st, g=0):
+def _obs(st, g=0):
     return encode(st, np.array([g]), np.array([st.actor[g]]))
 
 
@@ -125,7 +113,7 @@ def test_greedy_discard_keeps_least_shanten():
     # the best discards (9m, 3p, 5s) keep it at 1 (then one useful draw from ready)
     wall = _wall(0, {0: "1m2m3m4m5m6m7p8p9p1s1s5s9m3p"})
     st = core.deal(rules, wall, 0)
-    obs = _obs(rules, st)
+    obs = _obs(st)
     h = to_counts("1m2m3m4m5m6m7p8p9p1s1s5s9m3p")
     after = {t: int(hands.shanten(h - np.eye(27, dtype=np.int8)[t])) for t in np.flatnonzero(h)}
     best = min(after.values())
@@ -139,14 +127,14 @@ def test_greedy_wins_and_passes():
     rules = Rules.make("guiyang")
     win = "1m2m3m4m5m6m7p8p9p1s1s5s6s7s"
     st = core.deal(rules, _wall(0, {0: win}), 0)
-    assert GreedyAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.HU
-    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.HU
+    assert GreedyAgent(0).act(_obs(st)[0], st.mask[0]) == A.HU
+    assert RuleAgent(0).act(_obs(st)[0], st.mask[0]) == A.HU
     # seat 1 holds a pair of 9s; the dealer discards 9s: greedy passes, never pongs
     seats = {0: "1m2m3m4m5m6m7p8p9p1s1s5s6s9s", 1: "9s9s1p2p3p4p5p6p7m8m9m2s3s"}
     st = core.deal(rules, _wall(0, seats), 0)
     core.step(rules, st, np.array([A.DISCARD + 26]))
     assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
-    assert GreedyAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PASS
+    assert GreedyAgent(0).act(_obs(st)[0], st.mask[0]) == A.PASS
 
 
 # --------------------------------------------------------------------------- rule
@@ -198,10 +186,10 @@ def test_rule_declares_baoting_when_ready():
     st = core.deal(rules, _wall(0, {0: "1m2m3m4m5m6m7m8m9m1p1p5p6p9s"}), 0)
     assert st.mask[0, A.BAOTING]
     agent = RuleAgent(0, rules=rules)
-    assert agent.act(_obs(rules, st)[0], st.mask[0]) == A.BAOTING
+    assert agent.act(_obs(st)[0], st.mask[0]) == A.BAOTING
     core.step(rules, st, np.array([A.BAOTING]))
     assert st.phase[0] == BAOTING_DISCARD
-    a = agent.act(_obs(rules, st)[0], st.mask[0])
+    a = agent.act(_obs(st)[0], st.mask[0])
     assert a == A.DISCARD + 26  # the only discard that keeps 4p/7p
 
 
@@ -227,7 +215,7 @@ def test_rule_takes_a_free_concealed_kong():
     # four 9s next to a hand one tile from ready: the kong costs nothing
     st = core.deal(rules, _wall(0, {0: "9s9s9s9s1m2m3m4p5p6p7m8m2s4s"}), 0)
     assert st.mask[0, A.ANGANG + 26]
-    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.ANGANG + 26
+    assert RuleAgent(0).act(_obs(st)[0], st.mask[0]) == A.ANGANG + 26
 
 
 def test_rule_pongs_towards_a_better_hand_and_passes_otherwise():
@@ -237,13 +225,13 @@ def test_rule_pongs_towards_a_better_hand_and_passes_otherwise():
     st = core.deal(rules, _wall(0, {0: "1m4m7m1p4p7p2s5s9s9s3s6s8p8s", 1: ddz}), 0)
     core.step(rules, st, np.array([A.DISCARD + 25]))  # the dealer discards 8s
     assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
-    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PONG
+    assert RuleAgent(0).act(_obs(st)[0], st.mask[0]) == A.PONG
     # a complete sequence hand ready on 1s/4s: a pong of 9m would break it
     ready = "1m2m3m4p5p6p7p8p9p2s3s9m9m"
     st = core.deal(rules, _wall(0, {0: "1m4m7m1p4p7p2s5s9s9s3s6s8p9m", 1: ready}), 0)
     core.step(rules, st, np.array([A.DISCARD + 8]))  # the dealer discards 9m
     assert st.phase[0] == RESPONSE and st.actor[0] == 1 and st.mask[0, A.PONG]
-    assert RuleAgent(0).act(_obs(rules, st)[0], st.mask[0]) == A.PASS
+    assert RuleAgent(0).act(_obs(st)[0], st.mask[0]) == A.PASS
 
 
 def test_rule_is_deterministic_and_uses_only_the_observation():

@@ -144,8 +144,6 @@ def test_cli_rejects_unknown_agents(capsys):
 
 
 def test_margin_is_the_paired_difference_in_either_order():
-    from agents.arena import run_arena
-
     res = run_arena(["greedy", "random"], 6, seed=2, progress=False)
     m, (lo, hi) = res.margin("greedy", "random")
     pair = res.summary()["pairs"]["random - greedy"]

@@ -167,16 +167,17 @@ def test_match_carries_dealer_streak_and_scores():
             assert nxt["dealer_streak"] == prev["result"]["next_streak"]
 
 
-def test_streak_grows_when_dealer_wins():
-    recs = [json.loads(p.read_text()) for p in sorted(RECORDS.glob("guiyang-2-ron.json"))]
-    res = replay(recs[0])
-    assert res["next_dealer"] == recs[0]["dealer"] and res["next_streak"] == 3
-
-
-# --------------------------------------------------------------------------- bad input
 @pytest.fixture
 def sample():
     return json.loads((RECORDS / "guiyang-2-ron.json").read_text())
+
+
+def test_streak_grows_when_dealer_wins(sample):
+    res = replay(sample)
+    assert res["next_dealer"] == sample["dealer"] and res["next_streak"] == 3
+
+
+# --------------------------------------------------------------------------- bad input
 
 
 def test_illegal_action_in_step_names_seat_and_legal_actions():

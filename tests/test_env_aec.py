@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, render_test, seed_test
-from test_reference import make_wall
+from scenario_helpers import CREDIT_HANDS, CREDIT_PLAN, CREDIT_WALL, make_wall
 
 import zhuoji_env
 from zhuoji_env import IllegalActionError
@@ -25,23 +25,6 @@ VARIANTS = [
 ]
 IDS = ["guiyang", "classic", "app", "guiyang-3p"]
 
-# seat 0 deals and discards 9m, the others discard what they draw, seat 0 then discards 5m and
-# seat 1 wins on it with a 大对子 (111p 222s 333s 444s + 5m).
-CREDIT_HANDS = {
-    0: "1m2m3m4m5m6m7m8m9m2p3p4p7p5m",
-    1: "1p1p1p2s2s2s3s3s3s4s4s4s5m",
-    2: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
-    3: "1m1m2m2m3m3m4m6m7m8m5p5p5p",
-}
-CREDIT_WALL = make_wall(0, CREDIT_HANDS, live="7s2p6m7p")
-CREDIT_PLAN = [
-    (0, A.encode("discard", "9m")),
-    (1, A.encode("discard", "7s")),
-    (2, A.encode("discard", "2p")),
-    (3, A.encode("discard", "6m")),
-    (0, A.encode("discard", "5m")),
-    (1, A.HU),
-]
 
 
 def random_action(obs, rng):

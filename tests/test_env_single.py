@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from test_reference import make_wall
+from scenario_helpers import make_wall
 
 from zhuoji_env import IllegalActionError, SingleAgentEnv, replay
 from zhuoji_env.engine import actions as A

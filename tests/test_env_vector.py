@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from test_env_aec import CREDIT_PLAN, CREDIT_WALL
+from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from zhuoji_env import IllegalActionError, SelfPlayVecEnv
 from zhuoji_env.engine import actions as A

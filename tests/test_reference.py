@@ -10,23 +10,12 @@ from pathlib import Path
 
 import pytest
 from reference import RefGame, biased_pick, is_win, replay_record
+from scenario_helpers import idle_move, make_wall, play
 
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import kind, parse_tiles
+from zhuoji_env.tiles import kind, to_counts
 
-HERE = Path(__file__).parent
-RECORD_DIRS = [HERE / "data" / "records", Path("/work/shared/records")]
-
-
-def _record_files():
-    for d in RECORD_DIRS:
-        files = sorted(d.glob("*.json"))
-        if files:
-            return files
-    return []
-
-
-RECORD_FILES = _record_files()
+RECORD_FILES = sorted((Path(__file__).parent / "data" / "records").glob("*.json"))
 
 
 def _ledger_sums(ledger):
@@ -65,39 +54,8 @@ def test_record_errors_name_the_action_index():
 
 
 # ----------------------------------------------------------------------------- wall building
-def make_wall(dealer, hands, live="", back="", n=4):
-    """A wall dealing ``hands`` (seat -> codes; the dealer's 14th code is its extra tile), then
-    ``live`` as the next live draws, ``back`` as replacement draws (W[107] first); the rest of
-    the tiles fill the middle in sorted order."""
-    wall = [None] * 108
-    for k in range(n):
-        seat = (dealer + k) % n
-        tiles = parse_tiles(hands[seat])
-        assert len(tiles) == (14 if seat == dealer else 13), seat
-        wall[13 * k : 13 * k + 13] = tiles[:13]
-        if seat == dealer:
-            wall[13 * n] = tiles[13]
-    for i, t in enumerate(parse_tiles(live)):
-        wall[13 * n + 1 + i] = t
-    for i, t in enumerate(parse_tiles(back)):
-        wall[107 - i] = t
-    rest = Counter({k: 4 for k in range(27)})
-    rest.subtract(t for t in wall if t is not None)
-    assert all(v >= 0 for v in rest.values()), "more than four copies of a tile"
-    fill = sorted(rest.elements())
-    return [t if t is not None else fill.pop(0) for t in wall]
-
-
-def play(game, actions):
-    for a in actions:
-        game.apply(a[0], a[1], kind(a[2]) if len(a) > 2 else None)
-
-
 def counts(codes):
-    c = [0] * 27
-    for t in parse_tiles(codes):
-        c[t] += 1
-    return c
+    return to_counts(codes).tolist()
 
 
 def ready(codes):
@@ -194,10 +152,7 @@ def test_example_d_exhaustive_draw_chajiao():
         assert not ready(hands[s])
     g = RefGame(Rules.make("guiyang"), make_wall(0, hands), dealer=0)
     while not g.done:
-        if g.phase == "turn":
-            g.apply(g.cur, "discard", g.last_draw)  # keep every hand as dealt
-        else:
-            g.apply(g.to_act(), "pass")
+        play(g, [idle_move(g)])  # keep every hand as dealt
     res = g.result()
     assert res["end"] == "draw" and res["flip"] is None and res["winners"] == []
     assert res["deltas"] == [10, -6, 2, -6]
@@ -359,8 +314,5 @@ def test_baoting_freezes_the_hand():
     assert g.legal() == [("discard", kind("9m"))]
     play(g, [[0, "discard", "9m"]])
     while g.to_act() != 0:  # the others discard what they draw, nobody claims
-        if g.phase == "turn":
-            g.apply(g.cur, "discard", g.last_draw)
-        else:
-            g.apply(g.to_act(), "pass")
+        play(g, [idle_move(g)])
     assert g.legal() == [("discard", g.last_draw)]  # no discard choice, no kong, no 报听

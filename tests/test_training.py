@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_env_vector import CREDIT_PLAN, CREDIT_WALL
+from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from agents import RandomAgent, make_agent
 from agents.arena import run_arena
