@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from agents.arena import run_arena
-from training.policy import PPOAgent, load_checkpoint
+from training.policy import PPOAgent
 from training.ppo_selfplay import Args, train
 
 
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                 eval_every=max(1, decisions // (256 * 128 * 6)), eval_deals=100,
                 eval_opponents="greedy,random", out_dir=a.out_dir, seed=a.seed)
     out = train(args)
-    net, _ = load_checkpoint(out["checkpoint"])
-    res = run_arena([PPOAgent(net, seed=a.seed), "random", "greedy", "rule"], a.deals,
+    agent = PPOAgent.load(out["checkpoint"], seed=a.seed)
+    res = run_arena([agent, "random", "greedy", "rule"], a.deals,
                     seed=a.seed + 7, labels=["ppo", "random", "greedy", "rule"])
     print()
     print(res.table())

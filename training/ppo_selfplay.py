@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from agents import make_agent
 from agents.arena import run_arena
 from training.cli import parse_args, rules_from_flag
 from training.policy import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
+from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.rules import Rules
@@ -116,7 +118,7 @@ def behaviour_clone(net: PolicyNet, args: Args, rules: Rules) -> dict:
     obs, masks, seats = env.reset(seed=args.seed + 1)
     steps = max(1, args.bc_decisions // args.num_envs)
     o_buf = np.zeros((steps, args.num_envs, OBS_SIZE), np.float32)
-    m_buf = np.zeros((steps, args.num_envs, 86), bool)
+    m_buf = np.zeros((steps, args.num_envs, NUM_ACTIONS), bool)
     a_buf = np.zeros((steps, args.num_envs), np.int64)
     rew = np.zeros((steps, args.num_envs), np.float32)
     done = np.zeros((steps, args.num_envs), bool)
@@ -129,7 +131,7 @@ def behaviour_clone(net: PolicyNet, args: Args, rules: Rules) -> dict:
         infos["transitions"].fill(rew, done, fin, start=0)
     _, ret, valid = seat_gae(seat_buf, np.zeros_like(rew), rew, done, fin, 1.0, 1.0)
     o = torch.from_numpy(o_buf.reshape(-1, OBS_SIZE))
-    m = torch.from_numpy(m_buf.reshape(-1, 86))
+    m = torch.from_numpy(m_buf.reshape(-1, NUM_ACTIONS))
     a = torch.from_numpy(a_buf.reshape(-1))
     r = torch.from_numpy(ret.reshape(-1))
     v = torch.from_numpy(valid.reshape(-1))
@@ -199,7 +201,7 @@ def train(args: Args) -> dict:
             pool_seat[games] = np.where(pick, rng.integers(len(pool), size=(games.size, n)), -1)
 
     obs_buf = torch.zeros((T, B, OBS_SIZE))
-    mask_buf = torch.zeros((T, B, 86), dtype=torch.bool)
+    mask_buf = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
     act_buf = torch.zeros((T, B), dtype=torch.long)
     logp_buf = torch.zeros((T, B))
     val_buf = np.zeros((T, B), dtype=np.float32)
@@ -260,7 +262,7 @@ def train(args: Args) -> dict:
         valid &= learner_buf
         idx = np.flatnonzero(valid.reshape(-1))
         b_obs = obs_buf.reshape(-1, OBS_SIZE)[idx]
-        b_mask = mask_buf.reshape(-1, 86)[idx]
+        b_mask = mask_buf.reshape(-1, NUM_ACTIONS)[idx]
         b_act = act_buf.reshape(-1)[idx]
         b_logp = logp_buf.reshape(-1)[idx]
         b_adv = torch.from_numpy(adv.reshape(-1)[idx])
@@ -304,8 +306,8 @@ def train(args: Args) -> dict:
         if (args.save_every and (update + 1) % args.save_every == 0) or last:
             extra = {"update": update + 1, "decisions": decisions, "args": dataclasses.asdict(args),
                      "rules": rules.to_record(), "optimizer": opt.state_dict()}
-            save_checkpoint(out_dir / "latest.pt", net, **extra)
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
+            shutil.copyfile(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         if (args.eval_every and (update + 1) % args.eval_every == 0) or last:
             net.eval()
             ev = evaluate(net, args, rules, seed=args.seed + 1000)
