@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -120,3 +122,16 @@ def test_arena_workers_with_a_torch_agent():
     assert (one.acc == two.acc).all()
     with pytest.raises(ValueError, match="cannot be pickled"):
         run_arena([agent, _UnpicklableAgent()], 12, workers=2, **kw)
+
+
+def test_demo_smoke(tmp_path, one_torch_thread, capsys):
+    """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena."""
+    from training import demo
+
+    argv = ["--decisions", "2048", "--num-envs", "8", "--bc-decisions", "1000", "--deals", "2",
+            "--out-dir", str(tmp_path)]
+    assert demo.main(argv) == 0
+    assert (tmp_path / "learning_curve.png").stat().st_size > 0
+    summary = json.loads((tmp_path / "arena.json").read_text())
+    assert set(summary["agents"]) == {"ppo", "random", "greedy", "rule"}
+    assert "learning curve" in capsys.readouterr().out

@@ -51,13 +51,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="agent to clone before self-play ('' to learn from scratch)")
     parser.add_argument("--long", action="store_true", help="train 50x longer")
     parser.add_argument("--deals", type=int, default=200, help="final arena deals")
+    parser.add_argument("--num-envs", type=int, default=256, help="games played in parallel")
+    parser.add_argument("--bc-decisions", type=int, default=100_000,
+                        help="decisions of the cloned agent's play")
     parser.add_argument("--out-dir", default="runs/demo")
     parser.add_argument("--seed", type=int, default=1)
     a = parser.parse_args(argv)
     decisions = a.decisions * (50 if a.long else 1)
-    args = Args(total_decisions=decisions, num_envs=256, num_steps=128, lr=1e-4,
-                ent_coef=0.003, bc_agent=a.bc_agent, bc_decisions=100_000, bc_epochs=4,
-                eval_every=max(1, decisions // (256 * 128 * 6)), eval_deals=100,
+    num_steps = 128
+    per_update = a.num_envs * num_steps
+    args = Args(total_decisions=decisions, num_envs=a.num_envs, num_steps=num_steps, lr=1e-4,
+                ent_coef=0.003, bc_agent=a.bc_agent, bc_decisions=a.bc_decisions, bc_epochs=4,
+                eval_every=max(1, decisions // (per_update * 6)), eval_deals=100,
                 eval_opponents="greedy,random", out_dir=a.out_dir, seed=a.seed)
     out = train(args)
     agent = PPOAgent.load(out["checkpoint"], seed=a.seed)
