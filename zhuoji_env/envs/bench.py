@@ -105,7 +105,8 @@ def bench_selfplay(preset: str, batch: int, seconds: float, seed: int = 0) -> di
     game = BatchGame(preset, batch, seed=seed)
     rows = np.arange(batch)
     t_step = t_enc = 0.0
-    for _ in range(max(steps // 4, 10)):
+    k = max(steps // 4, 10)
+    for _ in range(k):
         a = game.random_actions(rng)
         t0 = time.perf_counter()
         game.step(a)
@@ -114,7 +115,6 @@ def bench_selfplay(preset: str, batch: int, seconds: float, seed: int = 0) -> di
         t2 = time.perf_counter()
         t_step += t1 - t0
         t_enc += t2 - t1
-    k = max(steps // 4, 10)
     per_step = total / steps
     return {
         "batch": batch,
