@@ -7,7 +7,7 @@
 
 You sit at ``--seat``; the other seats are played by ``--opponents`` (one spec for all, or a
 comma-separated list cycled over the other seats). Before each of your decisions the table is
-shown from your seat (the renderer of ``zhuoji_env.envs.aec`` when available: your hand sorted,
+shown from your seat (the renderer of ``zhuoji_env.envs.render`` when available: your hand sorted,
 every seat's melds and discards, tiles left, what is being decided) with the numbered legal
 actions. Answer with
 
@@ -36,7 +36,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
 from zhuoji_env.engine.state import OVER, State
-from zhuoji_env.envs.aec import render_table
+from zhuoji_env.envs.render import render_table
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.tiles import UNICODE, full_set, kind

@@ -7,19 +7,17 @@ import numpy as np
 from agents.base import P_RESPONSE, P_ROB, Agent, counts, phase
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
+from zhuoji_env.envs.common import RandomPolicy
 from zhuoji_env.observation import block
 from zhuoji_env.tiles import NUM_KINDS
 
 _DISCARDS = slice(A.DISCARD, A.DISCARD + NUM_KINDS)
 
 
-class RandomAgent(Agent):
-    """Uniformly random over the legal actions."""
-
-    name = "random"
-
-    def _act(self, obs, mask):
-        return A.random_legal(self.rng, mask)
+RandomAgent = RandomPolicy
+"""Uniformly random over the legal actions: the environments' :class:`RandomPolicy` (one class
+for both, kept at the lowest layer that uses it; it has the agents' ``act``, ``rng``, ``reseed``
+and ``name``, and skips the observation)."""
 
 
 def discard_shanten(hand: np.ndarray, legal: np.ndarray) -> np.ndarray:

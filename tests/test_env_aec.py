@@ -187,8 +187,10 @@ def test_reset_seed_determinism_and_unseeded_sequence():
     assert np.array_equal(a.unwrapped.game.state.wall[0], g.state.wall[0])
 
 
-def test_illegal_action_raises_with_a_helpful_message():
-    e = zhuoji_env.env()
+@pytest.mark.parametrize("make", [zhuoji_env.raw_env, lambda: zhuoji_env.env(illegal_action="raise")])
+def test_illegal_action_raises_with_a_helpful_message(make):
+    """``raw_env`` raises by default, and so does ``env(illegal_action="raise")``."""
+    e = make()
     e.reset(seed=3)
     agent = e.agent_selection
     mask = e.observe(agent)["action_mask"]
@@ -199,21 +201,27 @@ def test_illegal_action_raises_with_a_helpful_message():
     assert agent in msg and A.describe(bad) in msg and "legal" in msg
     assert A.describe(int(np.flatnonzero(mask)[0])) in msg
     e.step(int(np.flatnonzero(mask)[0]))  # the environment is unchanged and goes on
-    with pytest.raises(AssertionError):
-        e.step(86)  # out of the action space: AssertOutOfBoundsWrapper
+    with pytest.raises(ValueError, match="must be an integer 0-85, got 86"):
+        e.step(86)  # out of the action space, in either mode
 
 
 @pytest.mark.parametrize("rules,penalty", [("guiyang", -10.0), ("classic", -100.0)])
 def test_illegal_action_penalty(rules, penalty):
-    e = zhuoji_env.env(rules=rules, illegal_action="penalty", hands_per_game=2)
+    """``env()``'s default: TerminateIllegalWrapper's convention, one warning per environment."""
+    e = zhuoji_env.env(rules=rules, hands_per_game=2)
     e.reset(seed=4)
     offender = e.agent_selection
-    bad = int(np.flatnonzero(e.observe(offender)["action_mask"] == 0)[0])
-    e.step(bad)
+    mask = e.observe(offender)["action_mask"]
+    bad = int(np.flatnonzero(mask == 0)[0])
+    with pytest.warns(UserWarning, match=f"illegal action.*{offender} .*tried action {bad} "):
+        e.step(bad)
     assert all(e.terminations.values())
     assert e.rewards[offender] == penalty
     assert all(r == 0 for a, r in e.rewards.items() if a != offender)
-    assert e.infos[offender]["illegal_action"] == bad
+    info = e.infos[offender]
+    assert info["illegal_action"] == bad
+    assert info["legal_actions"] == np.flatnonzero(mask).tolist()
+    assert f"tried action {bad} ({A.describe(bad)})" in info["message"]
     got = {}
     for agent in e.agent_iter():
         _, reward, term, _, _ = e.last()
@@ -221,9 +229,15 @@ def test_illegal_action_penalty(rules, penalty):
         got[agent] = reward
         e.step(None)
     assert got[offender] == penalty and not e.agents
+    e.reset(seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning is logged once per environment
+        e.step(bad)
+    assert e.rewards[offender] == penalty
     custom = zhuoji_env.env(illegal_action="penalty", illegal_reward=-1)
     custom.reset(seed=4)
-    custom.step(bad)
+    with pytest.warns(UserWarning):
+        custom.step(bad)
     assert custom.rewards[custom.agent_selection] == -1
 
 

@@ -38,11 +38,11 @@ def play(env, seed, rng_seed=0, max_steps=10_000):
     ids=["default", "rotating-3-hands", "app-3p"],
 )
 def test_gymnasium_check_env(kw):
-    # check_env steps with unmasked random actions: the penalty mode takes them
+    """check_env steps with unmasked random actions: the default (penalty) mode takes them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_env(SingleAgentEnv(illegal_action="penalty", **kw))
-        check_env(SingleAgentEnv(illegal_action="penalty", render_mode="ansi", **kw))
+        check_env(SingleAgentEnv(**kw))
+        check_env(SingleAgentEnv(render_mode="ansi", **kw))
 
 
 def test_sb3_check_env():
@@ -50,7 +50,7 @@ def test_sb3_check_env():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sb3_check_env(SingleAgentEnv(illegal_action="penalty"), warn=False)
+        sb3_check_env(SingleAgentEnv(), warn=False)
 
 
 def test_deterministic_with_seed():
@@ -94,32 +94,44 @@ def test_return_is_the_learners_match_score(seat):
         assert obs.shape == (OBS_SIZE,) and obs.dtype == np.float32
 
 
-def test_opponent_protocols():
-    calls = {"dict": 0, "act": 0}
+class FirstLegal:
+    """A scripted opponent: the lowest legal action (a batched ``act``, as the agents have)."""
 
-    def first_legal(obs_dict):
-        calls["dict"] += 1
-        assert obs_dict["observation"].shape == (OBS_SIZE,)
-        return int(np.flatnonzero(obs_dict["action_mask"])[0])
+    def __init__(self):
+        self.calls = 0
+
+    def act(self, obs, mask):
+        self.calls += 1
+        assert obs.shape == (1, OBS_SIZE) and mask.shape == (1, A.NUM_ACTIONS)
+        return mask.argmax(-1)
+
+
+def test_opponents_use_the_agents_batched_act():
+    first = FirstLegal()
 
     class Last:
+        calls = 0
+
         def act(self, obs, mask):
-            calls["act"] += 1
-            assert mask.dtype == bool and obs.shape == (OBS_SIZE,)
-            return int(np.flatnonzero(mask)[-1])
+            Last.calls += 1
+            assert mask.dtype == bool and obs.shape == (1, OBS_SIZE)
+            return [int(np.flatnonzero(mask[0])[-1])]
 
-    env = SingleAgentEnv(opponents=[first_legal, Last(), RandomPolicy()])
+    env = SingleAgentEnv(opponents=[first, Last(), RandomPolicy()])
     play(env, seed=0)
-    assert calls["dict"] > 0 and calls["act"] > 0
-    play(SingleAgentEnv(opponents=first_legal), seed=1)
-    with pytest.raises(TypeError):
-        SingleAgentEnv(opponents=[first_legal])
+    assert first.calls > 0 and Last.calls > 0
+    play(SingleAgentEnv(opponents=FirstLegal()), seed=1)
+    with pytest.raises(ValueError, match="a sequence of 3 policies .* got a sequence of 1"):
+        SingleAgentEnv(opponents=[first])
+    with pytest.raises(TypeError, match=r"batched act\(obs"):
+        SingleAgentEnv(opponents=lambda obs, mask: 0)
 
-    def cheat(obs_dict):
-        return int(np.flatnonzero(obs_dict["action_mask"] == 0)[0])
+    class Cheat:
+        def act(self, obs, mask):
+            return (~mask).argmax(-1)
 
     with pytest.raises(IllegalActionError, match="opponent player_1"):
-        SingleAgentEnv(opponents=cheat).reset(seed=0, options={"dealer": 1, "wall": _wall()})
+        SingleAgentEnv(opponents=Cheat()).reset(seed=0, options={"dealer": 1, "wall": _wall()})
 
 
 def _wall():
@@ -135,7 +147,9 @@ def _wall():
 
 
 def test_illegal_learner_action():
-    env = SingleAgentEnv()
+    """``"raise"`` raises and leaves the environment as it was; the default ``"penalty"`` ends
+    the episode with the penalty, a warning and the info."""
+    env = SingleAgentEnv(illegal_action="raise")
     obs, info = env.reset(seed=1)
     mask = env.action_masks()
     bad = int(np.flatnonzero(~mask)[0])
@@ -143,11 +157,14 @@ def test_illegal_learner_action():
         env.step(bad)
     assert "seat 0" in str(err.value) and A.describe(bad) in str(err.value)
     env.step(int(np.flatnonzero(mask)[0]))  # unchanged, goes on
-    pen = SingleAgentEnv(illegal_action="penalty", rules="classic")
+    pen = SingleAgentEnv(rules="classic")
     pen.reset(seed=1)
-    _, reward, term, trunc, info = pen.step(bad)
+    with pytest.warns(UserWarning, match=f"learner \\(seat 0\\) tried action {bad} "):
+        _, reward, term, trunc, info = pen.step(bad)
     assert reward == -100.0 and term and not trunc and info["illegal_action"] == bad
-    with pytest.raises(RuntimeError):
+    assert info["legal_actions"] == np.flatnonzero(mask).tolist()
+    assert not info["action_mask"].any()
+    with pytest.raises(RuntimeError, match="episode is over"):
         pen.step(0)
 
 
@@ -161,10 +178,11 @@ def test_hands_before_the_first_decision_are_paid_at_the_first_step():
     }
     wall = make_wall(0, hands)
 
-    def greedy(obs_dict):
-        mask = obs_dict["action_mask"]
-        return A.HU if mask[A.HU] else int(np.flatnonzero(mask)[0])
+    class Greedy:
+        def act(self, obs, mask):
+            return np.where(mask[:, A.HU], A.HU, mask.argmax(-1))
 
+    greedy = Greedy()
     env = SingleAgentEnv(learner_seat=1, opponents=greedy, hands_per_game=2)
     obs, info = env.reset(seed=0, options={"wall": wall, "dealer": 0})
     assert info["skipped_matches"] == 0 and len(env.records) == 1

@@ -150,9 +150,16 @@ def test_selfplay_illegal_action_raises():
 
 # --------------------------------------------------------------------------- SB3VecEnv
 def _sb3(**kw):
-    from zhuoji_env.envs.vector import SB3VecEnv
+    from zhuoji_env.envs.sb3 import SB3VecEnv
 
     return SB3VecEnv(**kw)
+
+
+class Batched:
+    """An opponent with the agents' batched ``act``, from a function of ``(obs, mask)``."""
+
+    def __init__(self, fn):
+        self.act = fn
 
 
 def test_sb3_vec_env_terminal_observation_and_credit():
@@ -203,7 +210,7 @@ def test_sb3_vec_env_seeding():
 def test_sb3_vec_env_api_and_illegal_action():
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    env = _sb3(num_envs=3, seed=0)
+    env = _sb3(num_envs=3, seed=0, illegal_action="raise")
     env.reset()
     assert is_masking_supported(env)
     assert get_action_masks(env).shape == (3, A.NUM_ACTIONS)
@@ -215,13 +222,39 @@ def test_sb3_vec_env_api_and_illegal_action():
     acts[1] = int(np.flatnonzero(~masks[1])[0])
     with pytest.raises(IllegalActionError, match=r"the learner in env 1 \(seat 0\)"):
         env.step(acts)
+    np.testing.assert_array_equal(env.action_masks(), masks)  # nothing moved
+
+
+def test_sb3_vec_env_illegal_action_penalty():
+    """The default: the offending game's episode ends with the penalty and the info; the other
+    games step as usual (compared with a twin environment given only legal actions; a
+    deterministic opponent, so that the games do not share random draws)."""
+    first = Batched(lambda obs, mask: mask.argmax(1))
+    env, twin = _sb3(num_envs=3, seed=4, opponent=first), _sb3(num_envs=3, seed=4, opponent=first)
+    env.reset(), twin.reset()
+    masks = env.action_masks()
+    acts = masks.argmax(1)
+    bad = acts.copy()
+    bad[1] = int(np.flatnonzero(~masks[1])[0])
+    with pytest.warns(UserWarning, match=r"the learner in env 1 \(seat 0\) tried action"):
+        obs, rew, done, infos = env.step(bad)
+    t_obs, t_rew, t_done, _ = twin.step(acts)
+    assert rew[1] == -10.0 and done.tolist() == [t_done[0], True, t_done[2]]
+    assert infos[1]["illegal_action"] == bad[1]
+    assert infos[1]["legal_actions"] == np.flatnonzero(masks[1]).tolist()
+    assert infos[1]["episode"] == {"r": -10.0, "l": 1, "t": infos[1]["episode"]["t"]}
+    assert block(infos[1]["terminal_observation"], "phase").sum() == 1  # the learner's turn
+    for i in (0, 2):
+        np.testing.assert_array_equal(obs[i], t_obs[i])
+        assert rew[i] == t_rew[i] and "illegal_action" not in infos[i]
+    assert (env.game.actor == 0).all() and env.action_masks()[1].any()  # game 1 dealt anew
 
 
 def test_sb3_vec_env_illegal_opponent_action():
     def first_illegal(obs, mask):
         return (~mask.astype(bool)).argmax(1)
 
-    env = _sb3(num_envs=2, seed=3, opponent=first_illegal)
+    env = _sb3(num_envs=2, seed=3, opponent=Batched(first_illegal))
     with pytest.raises(IllegalActionError, match=r"the opponent in env \d \(seat [123]\)"):
         for _ in range(10):
             env.reset()
@@ -235,7 +268,7 @@ def test_sb3_vec_env_batched_opponent():
         assert obs.shape == (mask.shape[0], OBS_SIZE)
         return mask.argmax(1)
 
-    env = _sb3(num_envs=4, seed=2, opponent=first_legal)
+    env = _sb3(num_envs=4, seed=2, opponent=Batched(first_legal))
     env.reset()
     for _ in range(20):
         env.step(env.action_masks().argmax(1))

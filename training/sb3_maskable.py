@@ -2,7 +2,7 @@
 
 The path Stable-Baselines3 users know. ``--env single`` trains on ``n_envs`` copies of
 :class:`~zhuoji_env.SingleAgentEnv` (a ``DummyVecEnv``); ``--env vec`` trains on the batched
-:class:`~zhuoji_env.envs.vector.SB3VecEnv` (no subprocesses). In both the learner holds one seat
+:class:`~zhuoji_env.envs.sb3.SB3VecEnv` (no subprocesses). In both the learner holds one seat
 (drawn per hand) and the other seats are played by ``--opponent`` (an agent spec: ``rule``,
 ``greedy``, ``random``, or a checkpoint such as ``ppo:runs/ppo/latest.pt``). The model is saved
 to ``OUT_DIR/model.zip``, loads as the agent ``sb3:OUT_DIR/model.zip``, and is evaluated at the
@@ -87,7 +87,7 @@ def make_env(args: Args, rules: Rules):
     """The training VecEnv of ``args.env``."""
     opponent = make_agent(args.opponent, seed=args.seed, rules=rules)
     if args.env == "vec":
-        from zhuoji_env.envs.vector import SB3VecEnv
+        from zhuoji_env.envs.sb3 import SB3VecEnv
 
         return SB3VecEnv(args.n_envs, rules, learner_seat=None, opponent=opponent, seed=args.seed)
     if args.env == "single":

@@ -17,12 +17,13 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
 
 ## Construction
 
-``zhuoji_env.env(render_mode=None, rules="guiyang", illegal_action="raise", **switches)``
+``zhuoji_env.env(render_mode=None, rules="guiyang", illegal_action="penalty", **switches)``
 
 - ``rules``: a preset name (``"guiyang"``, ``"classic"``, ``"app"``), a record's rules object
   ``{"preset": ..., "overrides": {...}}``, or a :class:`zhuoji_env.Rules`; keyword ``switches``
   (any switch of RULES.md 9, e.g. ``num_players=3, hands_per_game=8``) override it.
-- ``illegal_action``: ``"raise"`` (default) or ``"penalty"`` (see *Illegal actions*).
+- ``illegal_action``: ``"penalty"`` (default of ``env()``) or ``"raise"`` (default of
+  ``raw_env``); see *Illegal actions*.
 - ``illegal_reward``: the offender's reward under ``"penalty"`` (default below).
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns the table as a string) or
   ``"human"`` (prints it after every step and on ``render()``).
@@ -30,9 +31,12 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
 - ``viewer``: the seat whose concealed tiles are shown (default: the seat to act).
 - ``tile_style``: ``"code"`` (``5m``) or ``"unicode"`` (🀋).
 
-``env()`` wraps ``raw_env`` in PettingZoo's ``AssertOutOfBoundsWrapper`` and
-``OrderEnforcingWrapper``, as the classic environments do (there is no
-``TerminateIllegalWrapper``: illegal actions are handled by the environment itself).
+``env()`` wraps ``raw_env(illegal_action="penalty", ...)`` in PettingZoo's
+``OrderEnforcingWrapper``, as the classic environments do. The environment itself plays the
+parts of their other two wrappers: the ``"penalty"`` mode is ``TerminateIllegalWrapper``'s
+convention (with the penalty and the info below), and the action check below replaces
+``AssertOutOfBoundsWrapper`` (whose assertion takes ``True`` for 1 and fails a float with an
+``AssertionError``).
 
 ## Agents and turn order
 
@@ -109,17 +113,32 @@ After a hand ends, ``infos[agent]`` holds, until that agent next acts:
 The whole record of every hand of the match (RULES.md 10, replayable with
 ``zhuoji_env.replay``) is kept in ``env.unwrapped.records``.
 
-## Illegal actions
+## Actions given and illegal actions
 
-With ``illegal_action="raise"`` (default) an action the mask forbids raises
-``zhuoji_env.IllegalActionError`` naming the agent, the action and the legal actions; the
-environment is unchanged, so the caller may retry. An index outside 0-85 fails the
-``AssertOutOfBoundsWrapper`` assertion of ``env()``. With ``illegal_action="penalty"`` an illegal
-action ends the episode: the offender receives ``illegal_reward`` (default
-``-10 * u * base_stake``, ``u`` the value of a plain hand, so -10 in ``guiyang``/``app`` and -100
-in ``classic``: ten plain wins), every other agent 0, every agent is terminated, and the
-offender's info holds ``{"illegal_action": a, "legal_actions": [...]}``. Scores of hands that
-ended earlier in the match stand.
+An action is an integer: a Python ``int``, a numpy integer scalar or a 0-d integer array, taken
+as that integer. Anything else (a float such as ``1.0``, a bool, a string, ``None`` for an
+agent that is not done, an array of another shape) raises ``TypeError`` naming what was given,
+and an integer outside 0-85 raises ``ValueError``; the environment is unchanged.
+
+An action in range that the mask forbids is illegal. With ``illegal_action="penalty"`` (the
+default of ``env()``: PettingZoo's ``TerminateIllegalWrapper`` convention) it ends the episode:
+the offender receives ``illegal_reward`` (default ``-10 * u * base_stake``, ``u`` the value of a
+plain hand, so -10 in ``guiyang``/``app`` and -100 in ``classic``: ten plain wins), every other
+agent 0, every agent is terminated, a warning is logged (once per environment), and the
+offender's info holds ``{"illegal_action": a, "legal_actions": [...], "message": ...}``. Scores
+of hands that ended earlier in the match stand. With ``illegal_action="raise"`` (the default of
+``raw_env``, for a run that should stop at a bug) it raises ``zhuoji_env.IllegalActionError``
+naming the agent, the action and the legal actions; the environment is unchanged, so the
+caller may retry.
+
+## Errors
+
+``step``, ``observe``, ``state`` and ``render`` before ``reset()`` raise ``RuntimeError``, and so
+does ``step`` once every agent has left after the end of the match. ``observe`` of an unknown
+agent raises ``ValueError`` listing the agents. ``reset(seed=...)`` takes ``None`` or a
+non-negative integer (``TypeError``/``ValueError`` otherwise); of ``options``, ``wall`` must
+hold 108 tiles, four of each kind, and ``dealer`` must be a seat given with a ``wall`` (other
+keys are ignored).
 
 ## Rendering
 
@@ -136,11 +155,9 @@ discards in brackets. After the match ends every hand is shown with the result.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -150,324 +167,36 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.engine.records import result_of
-from zhuoji_env.engine.state import (
-    AN_KONG,
-    BU_KONG,
-    MING_KONG,
-    OVER,
-    PONG_MELD,
-    RESPONSE,
-    ROB,
-    TURN,
-    State,
+from zhuoji_env.engine.state import OVER
+from zhuoji_env.envs.common import (
+    as_action,
+    check_options,
+    check_reset_options,
+    check_seat,
+    check_seed,
+    dealer_rows,
+    default_illegal_reward,
+    hand_info,
+    illegal_info,
+    illegal_message,
+    match_game,
+    observation_box,
+    state_box,
+    wall_rows,
+    warn_illegal,
 )
-from zhuoji_env.observation import (
-    OBS_SIZE,
-    SLICES,
-    STATE_SIZE,
-    STATE_SLICES,
-    encode_one,
-    encode_state,
-)
+from zhuoji_env.envs.render import present, render_game
+from zhuoji_env.observation import encode_one, encode_state
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import CODES, NUM_TILES, UNICODE, parse_tiles
 
-__all__ = [
-    "CHICKEN_ITEMS",
-    "HAND_ITEMS",
-    "KONG_ITEMS",
-    "RandomPolicy",
-    "env",
-    "illegal_message",
-    "observation_box",
-    "raw_env",
-    "render_table",
-    "score_parts",
-    "state_box",
-]
-
-HAND_ITEMS = ("hu", "rerpao", "baopai", "chajiao")
-KONG_ITEMS = ("dou_an", "dou_bu", "dou_ming")
-CHICKEN_ITEMS = ("chicken", "chongfeng", "zeren", "bao_ji")
-_PARTS = {"hand": HAND_ITEMS, "kong": KONG_ITEMS, "chicken": CHICKEN_ITEMS}
+__all__ = ["env", "raw_env"]
 
 
-# --------------------------------------------------------------------------- shared helpers
-def observation_box(rules: Rules) -> spaces.Box:
-    """The exact per-element bounds of ``observation.encode`` under ``rules``."""
-    low = np.zeros(OBS_SIZE, dtype=np.float32)
-    high = np.ones(OBS_SIZE, dtype=np.float32)
-    _fill_bounds(low, high, SLICES, rules)
-    return spaces.Box(low, high, dtype=np.float32)
-
-
-def state_box(rules: Rules) -> spaces.Box:
-    """The exact per-element bounds of ``observation.encode_state`` under ``rules``."""
-    low = np.zeros(STATE_SIZE, dtype=np.float32)
-    high = np.ones(STATE_SIZE, dtype=np.float32)
-    _fill_bounds(low, high, STATE_SLICES, rules)
-    for name in ("all_hands", "live_wall"):
-        high[STATE_SLICES[name]] = 4
-    return spaces.Box(low, high, dtype=np.float32)
-
-
-def _fill_bounds(low, high, sl, rules: Rules) -> None:
-    for name in ("hand", "kong_counts", "river"):
-        high[sl[name]] = 4
-    high[sl["streak"]] = rules.hands_per_game / 10  # the streak is below the hands played
-    low[sl["scores"]] = -np.inf
-    high[sl["scores"]] = np.inf
-
-
-def score_parts(result: Mapping[str, Any], seat: int) -> dict[str, int]:
-    """A seat's score for a hand split into ``hand``, ``kong`` and ``chicken`` parts.
-
-    Each part is what the seat received minus what it paid on the ledger items of that part
-    (:data:`HAND_ITEMS`, :data:`KONG_ITEMS`, :data:`CHICKEN_ITEMS`); they sum to its delta.
-    """
-    out = dict.fromkeys(_PARTS, 0)
-    for payer, payee, amount, item in result["ledger"]:
-        for part, items in _PARTS.items():
-            if item in items:
-                out[part] += int(amount) * ((payee == seat) - (payer == seat))
-    return out
-
-
-def hand_info(result: Mapping[str, Any], seat: int, hand_no: int, score: int) -> dict[str, Any]:
-    """The info of a seat for a hand that ended: its number in the match, the seat's score and
-    its :func:`score_parts`, and the hand's result (a copy)."""
-    return {"hand_no": hand_no, "score": score, **score_parts(result, seat),
-            "result": copy.deepcopy(result)}
-
-
-def wall_rows(walls, b: int) -> np.ndarray:
-    """``[b, 108]`` kinds of ``b`` walls given as tile codes (one string or a list of codes
-    each) or kinds: the ``wall`` and ``walls`` options of ``reset``."""
-    rows = [parse_tiles(w) if isinstance(w, str) or (len(w) and isinstance(w[0], str)) else w
-            for w in walls]
-    return np.asarray(rows, dtype=np.int8).reshape(b, NUM_TILES)
-
-
-def match_game(game: BatchGame | None, rules: Rules, seed: int) -> BatchGame:
-    """The one-game :class:`BatchGame` of an environment, on a new match (made on first use)."""
-    if game is None:
-        return BatchGame(rules, 1, seed=seed, auto_reset=False, keep_records=True)
-    game.reset(seed)
-    return game
-
-
-def present(render_mode: str | None, make_text: Callable[[], str]) -> str | None:
-    """``render()``: the text returned (``ansi``) or printed (``human``); a warning and
-    nothing without a render mode (Gymnasium's convention)."""
-    if render_mode is None:
-        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-        return None
-    text = make_text()
-    if render_mode == "human":
-        print(text)
-        return None
-    return text
-
-
-def check_options(render_mode, render_modes, illegal_action: str, tile_style: str) -> None:
-    """Validate the options the AEC and single-agent environments share."""
-    if render_mode is not None and render_mode not in render_modes:
-        raise ValueError(f"render_mode must be None or one of {render_modes}, got {render_mode!r}")
-    if illegal_action not in ("raise", "penalty"):
-        raise ValueError(f"illegal_action must be 'raise' or 'penalty', got {illegal_action!r}")
-    if tile_style not in ("code", "unicode"):
-        raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
-
-
-def check_seat(name: str, seat, n: int) -> None:
-    """A seat option must be a seat 0..n-1 or None."""
-    if seat is not None and (
-        isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < n
-    ):
-        raise ValueError(f"{name} must be a seat 0-{n - 1} or None, got {seat!r}")
-
-
-def default_illegal_reward(rules: Rules) -> float:
-    """The penalty of ``illegal_action="penalty"``: ten plain hands, times ``base_stake``."""
-    return float(-10 * rules.pattern_table["pinghu"] * rules.base_stake)
-
-
-def illegal_message(who: str, st: State, i: int, action) -> str:
-    """``who tried <action>, which is illegal ...; legal: [...]``."""
-    try:
-        tried = f"action {int(action)} ({A.describe(int(action))})"
-    except (ValueError, TypeError):
-        tried = f"action {action!r} (not an index 0-{A.NUM_ACTIONS - 1})"
-    phase = ("turn", "response window", "rob window", "报听 discard", "over")[int(st.phase[i])]
-    legal = [f"{a} ({A.describe(a)})" for a in np.flatnonzero(st.mask[i])]
-    return f"{who} tried {tried}, which is illegal in this {phase}; legal: {legal}"
-
-
-class RandomPolicy:
-    """Uniformly random legal actions from its own seeded generator.
-
-    ``act(obs, mask)`` takes a mask ``[86]`` or ``[k, 86]`` (bool or 0/1) and returns one action
-    or ``k`` actions. It needs no observation (``needs_observation = False``), so environments
-    skip encoding for it. ``seed(s)`` restarts its generator.
-    """
-
-    needs_observation = False
-
-    def __init__(self, seed: int | None = None):
-        self.rng = np.random.default_rng(seed)
-
-    def seed(self, seed: int | None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, obs, mask):
-        return A.random_legal(self.rng, np.asarray(mask).astype(bool))
-
-    def __call__(self, obs, mask=None):
-        if mask is None:  # an AEC-style observation dict
-            mask = obs["action_mask"]
-        return self.act(obs, mask)
-
-
-# --------------------------------------------------------------------------- rendering
-_MELD_NAMES = {
-    PONG_MELD: "pong",
-    AN_KONG: "concealed kong",
-    BU_KONG: "added kong",
-    MING_KONG: "exposed kong",
-}
-
-
-def render_table(
-    rules: Rules,
-    st: State,
-    i: int = 0,
-    *,
-    scores=None,
-    hand_no: int = 0,
-    viewer: int | None = None,
-    reveal: bool = False,
-    tile_style: str = "code",
-    last_result: Mapping[str, Any] | None = None,
-) -> str:
-    """A readable text table of game ``i`` seen by seat ``viewer`` (default: the seat to act).
-
-    Only the viewer's concealed tiles are shown (all of them with ``reveal`` or once the hand is
-    over); others' concealed kongs are hidden likewise. Claimed discards are in brackets.
-    """
-    if tile_style not in ("code", "unicode"):
-        raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
-    glyphs = UNICODE if tile_style == "unicode" else CODES
-    sep = " " if tile_style == "unicode" else ""
-
-    def tiles(kinds) -> str:
-        """Sorted tiles, a space between suits (``1m2m3m 5p5p 7s``)."""
-        suits = [sep.join(glyphs[int(k)] for k in kinds if k // 9 == s) for s in range(3)]
-        return " ".join(x for x in suits if x) or "-"
-
-    n = st.num_players
-    names = [f"player_{s}" for s in range(n)]
-    scores = np.zeros(n, dtype=np.int64) if scores is None else np.asarray(scores)
-    phase = int(st.phase[i])
-    over = phase == OVER
-    actor, turn_seat = int(st.actor[i]), int(st.turn_seat[i])
-    viewer = actor if viewer is None else int(viewer)
-    reveal = reveal or over
-    dealer = int(st.dealer[i])
-    left = max(int(st.back[i]) - int(st.front[i]) + 1, 0)
-    hpg = rules.hands_per_game
-    lines = [
-        f"Zhuoji mahjong ({rules.preset}, {n} players) | hand {min(hand_no + 1, hpg)}/{hpg} | "
-        f"dealer {names[dealer]} (streak {int(st.streak[i])}) | wall: {left} tiles left"
-    ]
-    if last_result is not None and not over:
-        lines.append("Last hand: " + _result_line(last_result, names, glyphs))
-    t = int(st.tile[i])
-    if over:
-        lines.append("Hand over: " + _result_line(result_of(st, i), names, glyphs))
-    else:
-        if phase == TURN:
-            what = f"{names[actor]}'s turn"
-            drawn = int(st.drawn[i])
-            if (viewer == actor or reveal) and drawn >= 0:
-                what += f", drew {glyphs[drawn]}"
-        elif phase == RESPONSE:
-            what = f"{names[turn_seat]} discarded {glyphs[t]}: response window"
-        elif phase == ROB:
-            what = f"{names[turn_seat]} adds {glyphs[t]} to a pong (bugang): rob window"
-        else:
-            what = f"{names[actor]} declared 报听 and must discard"
-        lines.append(f"Phase: {what} | to act: {names[actor]}")
-        if viewer == actor or reveal:
-            lines.append("Legal: " + ", ".join(core.legal_names(st, i)))
-    lines.append(f"Viewer: {'all seats' if reveal else names[viewer]}")
-    for s in range(n):
-        mark = ">" if (not over and s == actor) else " "
-        tags = []
-        if s == dealer:
-            tags.append("dealer")
-        if st.baoting[i, s]:
-            tags.append("报听 " + ("hard" if st.baoting[i, s] == 1 else "soft"))
-        if over and st.winners[i, s]:
-            tags.append("WINNER")
-        if s == viewer and not reveal:
-            tags.append("you")
-        tag = f" [{', '.join(tags)}]" if tags else ""
-        lines.append(f"{mark} {names[s]}{tag}  score {int(scores[s]):+d}")
-        hand = st.hand[i, s]
-        count = int(hand.sum())
-        if s == viewer or reveal:
-            kinds = np.repeat(np.arange(hand.size), hand)
-            lines.append(f"    hand : {tiles(kinds)} ({count})")
-        else:
-            lines.append(f"    hand : {count} concealed tiles")
-        melds = []
-        for k in np.flatnonzero(st.meld[i, s]):
-            kind_m = int(st.meld[i, s, k])
-            if kind_m == AN_KONG and not (s == viewer or reveal):
-                melds.append("concealed kong (hidden)")
-                continue
-            text = f"{_MELD_NAMES[kind_m]} {glyphs[int(k)]}"
-            src = int(st.meld_from[i, s, k])
-            if kind_m in (PONG_MELD, MING_KONG, BU_KONG) and src >= 0:
-                text += f" from {names[src]}"
-            if st.meld_late[i, s, k]:
-                text += " (late)"
-            melds.append(text)
-        lines.append(f"    melds: {'; '.join(melds) if melds else '-'}")
-        rl = int(st.river_len[i, s])
-        river = [
-            f"[{glyphs[int(x)]}]" if taken else glyphs[int(x)]
-            for x, taken in zip(st.river[i, s, :rl], st.river_taken[i, s, :rl], strict=True)
-        ]
-        lines.append(f"    river: {' '.join(river) if river else '-'}")
-    return "\n".join(lines)
-
-
-def render_game(game: BatchGame, **kwargs: Any) -> str:
-    """:func:`render_table` of a one-game :class:`BatchGame` with its match scores."""
-    return render_table(
-        game.rules, game.state, 0, scores=game.scores[0], hand_no=int(game.hand_no[0]), **kwargs
-    )
-
-
-def _result_line(result: Mapping[str, Any], names: Sequence[str], glyphs) -> str:
-    from zhuoji_env.tiles import kind
-
-    winners = ", ".join(names[w] for w in result["winners"]) or "nobody"
-    flip = result.get("flip")
-    flip_text = f", flip {glyphs[kind(flip)]}" if flip else ""
-    deltas = ", ".join(f"{d:+d}" for d in result["deltas"])
-    return f"{result['end']} (winners: {winners}{flip_text}); scores [{deltas}]"
-
-
-# --------------------------------------------------------------------------- the environment
-def env(render_mode: str | None = None, **kwargs: Any):
-    """The wrapped AEC environment (``AssertOutOfBoundsWrapper``, ``OrderEnforcingWrapper``)."""
-    e = raw_env(render_mode=render_mode, **kwargs)
-    e = wrappers.AssertOutOfBoundsWrapper(e)
-    e = wrappers.OrderEnforcingWrapper(e)
-    return e
+def env(render_mode: str | None = None, illegal_action: str = "penalty", **kwargs: Any):
+    """The wrapped AEC environment: ``raw_env`` with the ``"penalty"`` default for illegal
+    actions, in ``OrderEnforcingWrapper``."""
+    e = raw_env(render_mode=render_mode, illegal_action=illegal_action, **kwargs)
+    return wrappers.OrderEnforcingWrapper(e)
 
 
 class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
@@ -532,18 +261,21 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        seed = check_seed(seed)
+        options = check_reset_options(options, "wall", "dealer")
+        if "wall" in options:
+            wall = wall_rows([options["wall"]], 1, "wall")
+            dealer = dealer_rows(options.get("dealer", 0), 1, self.rules.num_players, "dealer")
         if seed is not None:
             self._seed_rng = np.random.default_rng(seed)
-            match_seed = int(seed)
+            match_seed = seed
         else:
             if self._seed_rng is None:
                 self._seed_rng = np.random.default_rng()
             match_seed = int(self._seed_rng.integers(2**63))
         self.game = match_game(self.game, self.rules, match_seed)
-        options = options or {}
         if "wall" in options:
-            wall = wall_rows([options["wall"]], 1)
-            self.game.state = core.deal(self.rules, wall, int(options.get("dealer", 0)), 0)
+            self.game.state = core.deal(self.rules, wall, dealer, 0)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -554,60 +286,67 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         self.last_result = None
         self.agent_selection = self.possible_agents[int(self.game.actor[0])]
 
+    def _game(self, what: str) -> BatchGame:
+        if self.game is None:
+            raise RuntimeError(f"call reset() before {what}")
+        return self.game
+
     # ------------------------------------------------------------------ observing
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        g = self.game
+        g = self._game("observe()")
+        if agent not in self.agent_name_mapping:
+            raise ValueError(f"unknown agent {agent!r}: the agents are {self.possible_agents}")
         seat = self.agent_name_mapping[agent]
         obs = encode_one(g.state, 0, seat, g.scores, g.hand_no, self.rules.hands_per_game)
         return {"observation": obs, "action_mask": self._mask(agent).astype(np.int8)}
 
     def _mask(self, agent: str) -> np.ndarray:
         """The engine's mask for the agent to act; all false for any other agent."""
-        g = self.game
+        g = self._game("reading a mask")
         if agent == self.agent_selection and g.state.phase[0] != OVER and agent in self.agents:
             return g.mask[0]
         return np.zeros(A.NUM_ACTIONS, dtype=bool)
 
     def state(self) -> np.ndarray:
-        g = self.game
+        g = self._game("state()")
         return encode_state(
             g.state, np.zeros(1, np.int64), g.scores, g.hand_no, self.rules.hands_per_game
         )[0]
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """bool ``[86]``: the legal actions of ``agent`` (default: the agent to act)."""
+        if agent is not None and agent not in self.agent_name_mapping:
+            raise ValueError(f"unknown agent {agent!r}: the agents are {self.possible_agents}")
         return self._mask(self.agent_selection if agent is None else agent).copy()
 
     # ------------------------------------------------------------------ stepping
     def step(self, action) -> None:
+        g = self._game("step()")
+        if not self.agents:
+            raise RuntimeError("the match is over and every agent has left: call reset()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        g = self.game
         seat = self.agent_name_mapping[agent]
-        a = -1 if action is None else action
-        legal = isinstance(a, (int, np.integer)) and 0 <= a < A.NUM_ACTIONS and g.mask[0, a]
-        if not legal:
-            msg = illegal_message(f"{agent} (seat {seat})", g.state, 0, action)
+        a = as_action(action, f"the action of {agent}")
+        if not g.mask[0, a]:
+            msg = illegal_message(f"{agent} (seat {seat})", g.state, 0, a)
             if self.illegal_action == "raise":
                 raise IllegalActionError(msg)
+            warn_illegal(self, msg)
             self._cumulative_rewards[agent] = 0.0
             self.rewards = dict.fromkeys(self.agents, 0.0)
             self.rewards[agent] = self.illegal_reward
             self.terminations = dict.fromkeys(self.agents, True)
-            self.infos[agent] = {
-                "illegal_action": None if action is None else int(action),
-                "legal_actions": [int(x) for x in np.flatnonzero(g.mask[0])],
-                "message": msg,
-            }
+            self.infos[agent] = illegal_info(g.state, 0, a, msg)
             self._accumulate_rewards()
             if self.render_mode == "human":
                 self.render()
             return
         self._cumulative_rewards[agent] = 0.0
         self.infos[agent] = {}
-        out = g.step(np.array([int(a)]))
+        out = g.step(np.array([a]))
         self.rewards = dict.fromkeys(self.agents, 0.0)
         if out.hand_over[0]:
             rec = out.records[0][1]

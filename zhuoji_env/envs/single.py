@@ -6,7 +6,7 @@ Gymnasium wrappers and vector environments apply directly.
 
 Construction
     ``SingleAgentEnv(rules="guiyang", learner_seat=0, opponents=None, render_mode=None,
-    illegal_action="raise", illegal_reward=None, render_all=False, tile_style="code",
+    illegal_action="penalty", illegal_reward=None, render_all=False, tile_style="code",
     **switches)``
 
     - ``rules`` and ``switches``: as for :func:`zhuoji_env.env` (a preset name, a
@@ -18,17 +18,23 @@ Construction
     - ``opponents``: who plays the other seats. ``None`` (default): uniformly random legal
       actions (:class:`~zhuoji_env.envs.RandomPolicy`), seeded from the environment's seed. One
       policy: it plays every other seat. A sequence of ``n - 1`` policies: entry ``j - 1`` plays
-      the seat ``j`` places after the learner (下家 first). A policy is either an object with
-      ``act(obs, mask) -> action`` (``obs`` float32 ``[OBS_SIZE]`` of its own seat, ``mask`` bool
-      ``[86]``) or a callable ``f(obs_dict) -> action`` taking the AEC observation
-      ``{"observation": obs, "action_mask": int8 mask}``. A policy with
-      ``needs_observation = False`` gets ``obs=None`` (encoding is skipped). At every ``reset``
-      a policy with a ``seed(int)`` method is reseeded from the environment's generator.
-    - ``illegal_action``: ``"raise"`` (default; an illegal learner action raises
+      the seat ``j`` places after the learner (下家 first). A policy is what ``agents`` provides:
+      an object with a batched ``act(obs, mask)`` (``obs`` float32 ``[k, OBS_SIZE]`` of its own
+      seat, ``mask`` bool ``[k, 86]``, returning ``k`` actions; here ``k = 1``), for example
+      ``agents.make_agent("rule")`` (a name is refused: the environments do not import the
+      agents). A policy with ``needs_observation = False`` gets ``obs=None`` (encoding is
+      skipped). At every ``reset`` a policy with a ``reseed(seed)`` method is reseeded from the
+      environment's generator. An opponent's answer must be one integer action (a ``TypeError``
+      or ``ValueError`` otherwise) and legal (:class:`~zhuoji_env.IllegalActionError` otherwise).
+    - ``illegal_action``: ``"penalty"`` (default; PettingZoo's ``TerminateIllegalWrapper``
+      convention, what Gymnasium's and SB3's ``check_env`` need: an illegal learner action ends
+      the episode with reward ``illegal_reward``, default ``-10 * u * base_stake`` where ``u``
+      is the value of a plain hand, a warning is logged once, and the info holds
+      ``"illegal_action"``, ``"legal_actions"`` and ``"message"``) or ``"raise"`` (it raises
       :class:`~zhuoji_env.IllegalActionError` naming the seat, the action and the legal
-      actions, and leaves the environment unchanged) or ``"penalty"`` (the episode ends with
-      reward ``illegal_reward``, default ``-10 * u * base_stake`` where ``u`` is the value of a
-      plain hand, as in the AEC environment). An illegal opponent action always raises.
+      actions, and leaves the environment unchanged). The action itself must be an integer
+      (``int``, numpy integer, 0-d integer array) 0-85: a float, a bool, a string, ``None`` or
+      another shape is a ``TypeError``, an integer out of range a ``ValueError``, in both modes.
 
 Spaces
     ``observation_space`` is a flat ``Box(OBS_SIZE,)`` float32: the learner seat's
@@ -56,11 +62,13 @@ Episodes and rewards
 Determinism
     ``reset(seed=s)`` fixes everything that follows: the walls and dealers, the learner's seats,
     and the default opponents' choices. ``reset()`` without a seed continues the generator.
-    ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall.
+    ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall (108
+    tiles, four of each kind; ``dealer`` a seat). ``step`` before ``reset`` or after the end of
+    the episode raises ``RuntimeError``.
 
 Rendering
     ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
-    :func:`zhuoji_env.envs.aec.render_table` seen from the learner's seat.
+    :func:`zhuoji_env.envs.render.render_table` seen from the learner's seat.
 """
 
 from __future__ import annotations
@@ -76,32 +84,30 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.envs.aec import (
+from zhuoji_env.envs.common import (
     RandomPolicy,
+    as_action,
+    check_opponent,
     check_options,
+    check_reset_options,
     check_seat,
+    check_seed,
+    dealer_rows,
     default_illegal_reward,
     hand_info,
+    illegal_info,
     illegal_message,
     match_game,
     observation_box,
-    present,
-    render_game,
+    opponent_actions,
     wall_rows,
+    warn_illegal,
 )
+from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one
 from zhuoji_env.rules import Rules
 
-__all__ = ["SingleAgentEnv", "call_policy"]
-
-
-def call_policy(policy, obs: np.ndarray | None, mask: np.ndarray) -> int:
-    """One action of ``policy`` (an ``act(obs, mask)`` object or an ``f(obs_dict)`` callable)."""
-    if hasattr(policy, "act"):
-        a = policy.act(obs, mask)
-    else:
-        a = policy({"observation": obs, "action_mask": mask.astype(np.int8)})
-    return int(np.asarray(a).reshape(()))
+__all__ = ["SingleAgentEnv"]
 
 
 class SingleAgentEnv(gymnasium.Env):
@@ -115,7 +121,7 @@ class SingleAgentEnv(gymnasium.Env):
         learner_seat: int | None = 0,
         opponents: Any = None,
         render_mode: str | None = None,
-        illegal_action: str = "raise",
+        illegal_action: str = "penalty",
         illegal_reward: float | None = None,
         render_all: bool = False,
         tile_style: str = "code",
@@ -149,36 +155,39 @@ class SingleAgentEnv(gymnasium.Env):
     def _opponent_list(opponents, n: int) -> list:
         if opponents is None:
             return [RandomPolicy() for _ in range(n - 1)]
-        if callable(opponents) or hasattr(opponents, "act"):
-            return [opponents] * (n - 1)
-        if isinstance(opponents, Sequence) and len(opponents) == n - 1:
-            for p in opponents:
-                if not (callable(p) or hasattr(p, "act")):
-                    raise TypeError(f"an opponent must be callable or have act(), got {p!r}")
+        if isinstance(opponents, Sequence) and not isinstance(opponents, str):
+            if len(opponents) != n - 1:
+                raise ValueError(
+                    f"opponents must be one policy or a sequence of {n - 1} policies (one per "
+                    f"other seat), got a sequence of {len(opponents)}"
+                )
+            for j, p in enumerate(opponents):
+                check_opponent(p, f"opponents[{j}]")
             return list(opponents)
-        raise TypeError(
-            f"opponents must be None, one policy, or a sequence of {n - 1} policies "
-            f"(callables f(obs_dict) or objects with act(obs, mask))"
-        )
+        check_opponent(opponents, "opponents")
+        return [opponents] * (n - 1)
 
     # ------------------------------------------------------------------ reset
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        seed = check_seed(seed)
+        options = check_reset_options(options, "wall", "dealer")
+        if "wall" in options:
+            wall = wall_rows([options["wall"]], 1, "wall")
+            dealer = dealer_rows(options.get("dealer", 0), 1, self.rules.num_players, "dealer")
         super().reset(seed=seed)
         rng = self.np_random
         seen = set()
         for p in self.opponents:
-            if id(p) not in seen and callable(getattr(p, "seed", None)):
-                p.seed(int(rng.integers(2**63)))
+            if id(p) not in seen and callable(getattr(p, "reseed", None)):
+                p.reseed(int(rng.integers(2**63)))
             seen.add(id(p))
         self._seat_rng = np.random.default_rng(int(rng.integers(2**63)))
-        options = options or {}
         skipped = 0
         while True:
             match_seed = int(rng.integers(2**63))
             self.game = match_game(self.game, self.rules, match_seed)
             if "wall" in options and skipped == 0:
-                wall = wall_rows([options["wall"]], 1)
-                self.game.state = core.deal(self.rules, wall, int(options.get("dealer", 0)), 0)
+                self.game.state = core.deal(self.rules, wall, dealer, 0)
             self.records = []
             self._hands = []
             self._last_result = None
@@ -209,8 +218,9 @@ class SingleAgentEnv(gymnasium.Env):
         result = rec["result"]
         self._last_result = result
         score = int(out.rewards[0, self.seat])
-        self._hands.append({**hand_info(result, self.seat, len(self.records), score),
-                            "seat": self.seat})
+        self._hands.append(
+            {**hand_info(result, self.seat, len(self.records), score), "seat": self.seat}
+        )
         if not out.match_over[0]:
             self._draw_seat()
         return float(score)
@@ -228,36 +238,35 @@ class SingleAgentEnv(gymnasium.Env):
             mask = g.mask[0].copy()
             obs = None
             if getattr(policy, "needs_observation", True):
-                obs = self._obs(actor)
-            a = call_policy(policy, obs, mask)
-            if not (0 <= a < A.NUM_ACTIONS and mask[a]):
-                raise IllegalActionError(
-                    illegal_message(f"opponent player_{actor} (seat {actor})", g.state, 0, a)
-                )
+                obs = self._obs(actor)[None]
+            who = f"opponent player_{actor} (seat {actor})"
+            a = int(opponent_actions(policy, obs, mask[None], who)[0])
+            if not mask[a]:
+                raise IllegalActionError(illegal_message(who, g.state, 0, a))
             reward += self._apply(a)
         return reward, True
 
     def step(self, action):
+        if self.game is None:
+            raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         g = self.game
-        try:
-            a = int(np.asarray(action).reshape(()))
-        except (TypeError, ValueError):
-            a = -1
-        if not (0 <= a < A.NUM_ACTIONS and g.mask[0, a]):
-            msg = illegal_message(f"learner (seat {self.seat})", g.state, 0, action)
+        a = as_action(action, f"the learner's action (seat {self.seat})")
+        if not g.mask[0, a]:
+            msg = illegal_message(f"learner (seat {self.seat})", g.state, 0, a)
             if self.illegal_action == "raise":
                 raise IllegalActionError(msg)
+            warn_illegal(self, msg)
             self._done = True
             info = {
                 "seat": self.seat,
                 "action_mask": np.zeros(A.NUM_ACTIONS, dtype=bool),
-                "illegal_action": a,
-                "legal_actions": [int(x) for x in np.flatnonzero(g.mask[0])],
-                "message": msg,
+                **illegal_info(g.state, 0, a, msg),
             }
-            return self._obs(), self.illegal_reward, True, False, info
+            reward = self._carry + self.illegal_reward
+            self._carry = 0.0
+            return self._obs(), reward, True, False, info
         reward = self._carry + self._apply(a)
         self._carry = 0.0
         more, over = self._advance()

@@ -1,0 +1,376 @@
+"""What the environments share: spaces, score parts, input checks, illegal actions, opponents.
+
+The AEC environment (``aec``), ``SingleAgentEnv`` (``single``), the vector environments
+(``vector``) and ``SB3VecEnv`` (``sb3``) import from here; the text table is in ``render``.
+
+Actions. Every environment, and every opponent's answer, takes an action as an integer: a Python
+``int``, a numpy integer scalar or a 0-d integer array (:func:`as_action`). Anything else (a
+float, a bool, a string, ``None``, an array of another shape) is a ``TypeError``; an integer
+outside 0-85 is a ``ValueError``. An integer in range that the mask forbids is an *illegal*
+action, handled per ``illegal_action``:
+
+- ``"penalty"``: PettingZoo's ``TerminateIllegalWrapper`` convention: the episode ends, the
+  offender receives ``illegal_reward`` (default :func:`default_illegal_reward`), a warning is
+  logged once per environment, and the info says what happened (``"illegal_action"``,
+  ``"legal_actions"``, ``"message"``);
+- ``"raise"``: :class:`~zhuoji_env.IllegalActionError` naming the seat, the action and the legal
+  actions, with nothing changed.
+
+Opponents. An opponent is what ``agents`` provides: an object whose ``act(obs, mask)`` takes
+float32 ``[k, OBS_SIZE]`` observations and bool ``[k, 86]`` masks and returns ``k`` actions
+(:func:`opponent_actions` checks the answer). One with ``needs_observation = False`` receives
+``obs=None`` (encoding is skipped). One with ``reseed(seed)`` is reseeded from the
+environment's generator at every reset. :class:`RandomPolicy` is the uniformly random one
+(``agents.RandomAgent`` is this class).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.state import State
+from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, parse_tiles
+
+__all__ = [
+    "CHICKEN_ITEMS",
+    "HAND_ITEMS",
+    "KONG_ITEMS",
+    "ILLEGAL_ACTION_MODES",
+    "RandomPolicy",
+    "as_action",
+    "check_opponent",
+    "check_options",
+    "check_seat",
+    "check_seed",
+    "default_illegal_reward",
+    "hand_info",
+    "illegal_message",
+    "match_game",
+    "observation_box",
+    "opponent_actions",
+    "score_parts",
+    "state_box",
+    "wall_rows",
+    "warn_illegal",
+]
+
+HAND_ITEMS = ("hu", "rerpao", "baopai", "chajiao")
+KONG_ITEMS = ("dou_an", "dou_bu", "dou_ming")
+CHICKEN_ITEMS = ("chicken", "chongfeng", "zeren", "bao_ji")
+_PARTS = {"hand": HAND_ITEMS, "kong": KONG_ITEMS, "chicken": CHICKEN_ITEMS}
+ILLEGAL_ACTION_MODES = ("penalty", "raise")
+_PHASES = ("turn", "response window", "rob window", "报听 discard", "over")
+
+
+# --------------------------------------------------------------------------- spaces
+def observation_box(rules: Rules) -> spaces.Box:
+    """The exact per-element bounds of ``observation.encode`` under ``rules``."""
+    low = np.zeros(OBS_SIZE, dtype=np.float32)
+    high = np.ones(OBS_SIZE, dtype=np.float32)
+    _fill_bounds(low, high, SLICES, rules)
+    return spaces.Box(low, high, dtype=np.float32)
+
+
+def state_box(rules: Rules) -> spaces.Box:
+    """The exact per-element bounds of ``observation.encode_state`` under ``rules``."""
+    low = np.zeros(STATE_SIZE, dtype=np.float32)
+    high = np.ones(STATE_SIZE, dtype=np.float32)
+    _fill_bounds(low, high, STATE_SLICES, rules)
+    for name in ("all_hands", "live_wall"):
+        high[STATE_SLICES[name]] = 4
+    return spaces.Box(low, high, dtype=np.float32)
+
+
+def _fill_bounds(low, high, sl, rules: Rules) -> None:
+    for name in ("hand", "kong_counts", "river"):
+        high[sl[name]] = 4
+    high[sl["streak"]] = rules.hands_per_game / 10  # the streak is below the hands played
+    low[sl["scores"]] = -np.inf
+    high[sl["scores"]] = np.inf
+
+
+# --------------------------------------------------------------------------- hand results
+def score_parts(result: Mapping[str, Any], seat: int) -> dict[str, int]:
+    """A seat's score for a hand split into ``hand``, ``kong`` and ``chicken`` parts.
+
+    Each part is what the seat received minus what it paid on the ledger items of that part
+    (:data:`HAND_ITEMS`, :data:`KONG_ITEMS`, :data:`CHICKEN_ITEMS`); they sum to its delta.
+    """
+    out = dict.fromkeys(_PARTS, 0)
+    for payer, payee, amount, item in result["ledger"]:
+        for part, items in _PARTS.items():
+            if item in items:
+                out[part] += int(amount) * ((payee == seat) - (payer == seat))
+    return out
+
+
+def hand_info(result: Mapping[str, Any], seat: int, hand_no: int, score: int) -> dict[str, Any]:
+    """The info of a seat for a hand that ended: its number in the match, the seat's score and
+    its :func:`score_parts`, and the hand's result (a copy)."""
+    return {
+        "hand_no": hand_no,
+        "score": score,
+        **score_parts(result, seat),
+        "result": copy.deepcopy(result),
+    }
+
+
+def match_game(game: BatchGame | None, rules: Rules, seed: int) -> BatchGame:
+    """The one-game :class:`BatchGame` of an environment, on a new match (made on first use)."""
+    if game is None:
+        return BatchGame(rules, 1, seed=seed, auto_reset=False, keep_records=True)
+    game.reset(seed)
+    return game
+
+
+# --------------------------------------------------------------------------- input checks
+def _is_int(x) -> bool:
+    """A Python or numpy integer (not a bool), or a 0-d integer array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and np.issubdtype(x.dtype, np.integer)
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def as_action(action, who: str = "action") -> int:
+    """``action`` as an int 0-85: an integer-like value is taken as that integer; anything else
+    is a ``TypeError``, an integer out of range a ``ValueError`` (both name what was given)."""
+    if not _is_int(action):
+        shape = f" of shape {action.shape}" if isinstance(action, np.ndarray) else ""
+        raise TypeError(
+            f"{who} must be an integer 0-{A.NUM_ACTIONS - 1} (int, numpy integer or 0-d integer "
+            f"array), got {action!r} ({type(action).__name__}{shape})"
+        )
+    a = int(action)
+    if not 0 <= a < A.NUM_ACTIONS:
+        raise ValueError(f"{who} must be an integer 0-{A.NUM_ACTIONS - 1}, got {a}")
+    return a
+
+
+def as_actions(actions, k: int, who: str) -> np.ndarray:
+    """int64 ``[k]``: ``k`` actions given as a sequence or array of integers (each checked as
+    by :func:`as_action`; a ``[k, 1]`` column, what SB3 may pass, is accepted)."""
+    if actions is None or isinstance(actions, (str, bytes)):
+        raise TypeError(f"{who} must be {k} integer actions, got {actions!r}")
+    arr = np.asarray(actions)
+    if arr.shape == (k, 1):
+        arr = arr[:, 0]
+    if arr.shape != (k,):
+        raise ValueError(f"{who} must be {k} actions (shape ({k},)), got shape {arr.shape}")
+    if arr.dtype == object:
+        return np.array([as_action(x, who) for x in arr], dtype=np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(
+            f"{who} must be integers 0-{A.NUM_ACTIONS - 1}, got an array of dtype {arr.dtype}: "
+            f"{arr.tolist()!r}"
+        )
+    bad = np.flatnonzero((arr < 0) | (arr >= A.NUM_ACTIONS))
+    if bad.size:
+        raise ValueError(
+            f"{who} must be integers 0-{A.NUM_ACTIONS - 1}, got {int(arr[bad[0]])} at index "
+            f"{int(bad[0])}"
+        )
+    return arr.astype(np.int64)
+
+
+def check_seed(seed) -> int | None:
+    """A seed option: ``None`` or a non-negative integer (numpy integers too), as an int."""
+    if seed is None:
+        return None
+    if not _is_int(seed):
+        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def check_seat(name: str, seat, n: int) -> None:
+    """A seat option must be a seat 0..n-1 or None."""
+    if seat is not None and (not _is_int(seat) or not 0 <= int(seat) < n):
+        raise ValueError(f"{name} must be a seat 0-{n - 1} or None, got {seat!r}")
+
+
+def check_options(render_mode, render_modes, illegal_action: str, tile_style: str) -> None:
+    """Validate the options the AEC and single-agent environments share."""
+    if render_mode is not None and render_mode not in render_modes:
+        raise ValueError(f"render_mode must be None or one of {render_modes}, got {render_mode!r}")
+    check_illegal_mode(illegal_action)
+    if tile_style not in ("code", "unicode"):
+        raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
+
+
+def check_illegal_mode(illegal_action: str) -> None:
+    if illegal_action not in ILLEGAL_ACTION_MODES:
+        raise ValueError(f"illegal_action must be 'penalty' or 'raise', got {illegal_action!r}")
+
+
+def wall_rows(walls, b: int, name: str = "walls") -> np.ndarray:
+    """``[b, 108]`` kinds of ``b`` walls, each given as tile codes (one string or a list of
+    codes) or as 108 kinds: the ``wall`` and ``walls`` options of ``reset``. Each wall must
+    hold each of the 27 kinds four times."""
+    if isinstance(walls, (str, bytes)) or not hasattr(walls, "__len__"):
+        raise TypeError(f"{name} must be a sequence of {b} walls, got {walls!r}")
+    if len(walls) != b:
+        raise ValueError(f"{name} must hold {b} walls (one per game), got {len(walls)}")
+    rows = np.zeros((b, NUM_TILES), dtype=np.int8)
+    for i, w in enumerate(walls):
+        where = f"{name}[{i}]" if name == "walls" else name
+        if isinstance(w, str) or (isinstance(w, (list, tuple)) and w and isinstance(w[0], str)):
+            try:
+                kinds = np.asarray(parse_tiles(w), dtype=np.int64)
+            except (ValueError, KeyError, TypeError) as err:
+                raise ValueError(f"{where}: bad tile codes: {err}") from None
+        else:
+            kinds = np.asarray(w)
+            if kinds.dtype == object or not np.issubdtype(kinds.dtype, np.integer):
+                raise TypeError(
+                    f"{where} must be 108 tile codes or 108 integer kinds 0-26, got {w!r:.80}"
+                )
+        if kinds.shape != (NUM_TILES,):
+            raise ValueError(f"{where} must hold 108 tiles, got shape {kinds.shape}")
+        if kinds.min() < 0 or kinds.max() >= NUM_KINDS:
+            raise ValueError(
+                f"{where}: tile kinds must be 0-26, got {int(kinds.min())}-{int(kinds.max())}"
+            )
+        counts = np.bincount(kinds, minlength=NUM_KINDS)
+        if (counts != 4).any():
+            k = int(np.flatnonzero(counts != 4)[0])
+            raise ValueError(
+                f"{where} must hold each of the 27 kinds four times; kind {k} appears "
+                f"{int(counts[k])} times"
+            )
+        rows[i] = kinds
+    return rows
+
+
+def dealer_rows(dealers, b: int, n: int, name: str = "dealers") -> np.ndarray:
+    """int64 ``[b]``: the ``dealer`` (one seat for every game) or ``dealers`` option."""
+    arr = np.asarray(dealers)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool:
+        raise TypeError(f"{name} must be seats 0-{n - 1} (integers), got {dealers!r}")
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.size != b):
+        raise ValueError(f"{name} must be one seat or {b} seats, got shape {arr.shape}")
+    if ((arr < 0) | (arr >= n)).any():
+        raise ValueError(f"{name} must be seats 0-{n - 1}, got {dealers!r}")
+    return np.broadcast_to(arr.astype(np.int64), b).copy()
+
+
+def check_reset_options(options, wall_key: str, dealer_key: str) -> dict:
+    """``options`` of ``reset`` as a dict: ``None`` or a dict; the dealer option needs the wall
+    option. Other keys are ignored (PettingZoo's ``api_test`` passes one of its own)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict or None, got {options!r}")
+    if dealer_key in options and wall_key not in options:
+        raise ValueError(f"reset option {dealer_key!r} needs {wall_key!r} (the dealt wall)")
+    return dict(options)
+
+
+# --------------------------------------------------------------------------- illegal actions
+def default_illegal_reward(rules: Rules) -> float:
+    """The penalty of ``illegal_action="penalty"``: ten plain hands, times ``base_stake``."""
+    return float(-10 * rules.pattern_table["pinghu"] * rules.base_stake)
+
+
+def illegal_message(who: str, st: State, i: int, action: int) -> str:
+    """``who tried action a (name), which is illegal in this <phase>; legal: [...]``."""
+    phase = _PHASES[int(st.phase[i])]
+    legal = [f"{a} ({A.describe(a)})" for a in np.flatnonzero(st.mask[i])]
+    return (
+        f"{who} tried action {action} ({A.describe(action)}), which is illegal in this "
+        f"{phase}; legal: {legal}"
+    )
+
+
+def illegal_info(st: State, i: int, action: int, message: str) -> dict[str, Any]:
+    """What the offender's info holds after an illegal action under ``"penalty"``."""
+    return {
+        "illegal_action": action,
+        "legal_actions": [int(x) for x in np.flatnonzero(st.mask[i])],
+        "message": message,
+    }
+
+
+def warn_illegal(env, message: str) -> None:
+    """Log the first illegal action an environment meets (PettingZoo logs each one; once is
+    enough to tell that a learner ignores the mask without flooding the log)."""
+    if not getattr(env, "_warned_illegal", False):
+        env._warned_illegal = True
+        gymnasium.logger.warn(
+            f"illegal action, the episode ends with the penalty (shown once): {message}"
+        )
+
+
+# --------------------------------------------------------------------------- opponents
+def check_opponent(policy, name: str = "opponent") -> None:
+    """An opponent must have ``act(obs, mask)``; a string (an agent's name) is refused, since
+    the environments do not import the agents."""
+    if isinstance(policy, str):
+        raise TypeError(
+            f"{name} must be a policy object with act(obs, mask), got the string {policy!r}: "
+            f"pass agents.make_agent({policy!r}) instead (the environments do not import agents)"
+        )
+    if not callable(getattr(policy, "act", None)):
+        raise TypeError(
+            f"{name} must have a batched act(obs [k, {OBS_SIZE}], mask [k, {A.NUM_ACTIONS}]) -> "
+            f"[k] actions (e.g. an agent of agents.make_agent), got {policy!r}"
+        )
+
+
+def opponent_actions(policy, obs: np.ndarray | None, mask: np.ndarray, who: str) -> np.ndarray:
+    """int64 ``[k]``: ``policy.act(obs, mask)`` for ``k`` mask rows, checked (``k`` integer
+    actions in range; legality is checked by the caller, who knows the seats)."""
+    return as_actions(policy.act(obs, mask), mask.shape[0], f"the actions of {who}")
+
+
+class RandomPolicy:
+    """Uniformly random legal actions from its own seeded generator; ``agents.RandomAgent``.
+
+    ``act(obs, mask)`` takes masks ``[k, 86]`` (or one ``[86]``; bool or 0/1) and returns ``k``
+    actions (or one int). It ignores the observation, which may be ``None``
+    (``needs_observation = False``: environments skip encoding for it); one that is given must
+    have the matching shape. ``reseed(seed)`` replaces its generator.
+    """
+
+    name = "random"
+    needs_observation = False
+
+    def __init__(self, seed=None):
+        self.rng = np.random.default_rng(seed)
+
+    def reseed(self, seed) -> None:
+        """Replace the random generator (``seed`` as for ``numpy.random.default_rng``)."""
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs, mask):
+        mask = np.asarray(mask).astype(bool, copy=False)
+        single = mask.ndim == 1
+        if single:
+            mask = mask[None]
+        if mask.ndim != 2 or mask.shape[1] != A.NUM_ACTIONS:
+            raise ValueError(
+                f"mask must have shape [k, {A.NUM_ACTIONS}] or [{A.NUM_ACTIONS}], got {mask.shape}"
+            )
+        if obs is not None:
+            shape = np.shape(obs)
+            want = (OBS_SIZE,) if single else (mask.shape[0], OBS_SIZE)
+            if shape != want:
+                raise ValueError(f"obs must have shape {list(want)} to match the mask, got {shape}")
+        if not mask.any(-1).all():
+            raise ValueError("every mask row needs at least one legal action")
+        out = A.random_legal(self.rng, mask).astype(np.int64)
+        return int(out[0]) if single else out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -1,0 +1,334 @@
+"""``SB3VecEnv``: a learner's seat in B batched games, as a Stable-Baselines3 ``VecEnv``.
+
+This module imports ``stable_baselines3``; ``zhuoji_env.envs.SB3VecEnv`` imports it on first
+use, so that ``zhuoji_env`` itself needs neither SB3 nor torch.
+
+``SB3VecEnv(num_envs=8, rules="guiyang", learner_seat=0, opponent=None, seed=None,
+render_mode=None, illegal_action="penalty", illegal_reward=None, **switches)``: env index ``i``
+is game ``i`` of one ``BatchGame``; in every game the learner plays seat ``learner_seat`` (an
+int, or ``None``: drawn uniformly per game and per hand from the environment's generator) and
+the other seats are played by ``opponent``, evaluated once per round for all games that wait on
+an opponent: an object with the agents' batched ``act(obs, mask)`` (``obs`` float32
+``[k, OBS_SIZE]``, each opponent seat's own view, ``None`` when the policy has
+``needs_observation = False``; ``mask`` bool ``[k, 86]``; it returns ``k`` integer actions), for
+example ``agents.make_agent("rule")``; a name is refused at construction (the environments do
+not import the agents). The default is uniformly random legal play
+(:class:`~zhuoji_env.envs.RandomPolicy`) seeded from the environment's seed. An opponent's
+answer that is not ``k`` integers 0-85 is a ``TypeError``/``ValueError``, an illegal one an
+:class:`~zhuoji_env.IllegalActionError`.
+
+Why this design: with a single shared policy acting for whichever seat is to act, a per-env
+reward stream cannot credit a hand to the right decisions (see ``zhuoji_env.envs.vector``) and
+SB3's rollout buffer knows one trajectory per env index. With one learner seat per game every
+env index is an ordinary single-agent episode: observations are always the learner's, rewards
+are the learner's own, and SB3's GAE is correct as it stands. Self-play is then obtained by
+passing a frozen copy of the learner as ``opponent`` (``env.opponent = ...`` between rollouts);
+for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVecEnv`.
+
+- Episode: one match (``hands_per_game`` hands). ``step`` applies the learner's actions, then
+  lets opponents play in every game until each game again waits on the learner. The reward of
+  a step is the learner's settlement of the hands that ended during it (hands that end before
+  the learner's first decision of a match are paid at its first step; a match in which the
+  learner never decides is skipped). ``done`` marks the end of a match; the game is then
+  reset at once (SB3's auto-reset convention): the returned observation is the next match's
+  and ``infos[i]["terminal_observation"]`` is the learner's view of the finished match's final
+  state; ``infos[i]["episode"]`` holds ``{"r": return, "l": length, "t": seconds}`` as
+  ``Monitor`` writes it, so SB3 logs episode statistics without a ``VecMonitor``.
+- Actions: ``B`` integers 0-85 (a ``[B]`` or ``[B, 1]`` array or sequence); anything else is a
+  ``TypeError``/``ValueError`` naming what was given. An illegal learner action in game ``i``,
+  under ``illegal_action="penalty"`` (default, PettingZoo's ``TerminateIllegalWrapper``
+  convention), ends that game's episode with reward ``illegal_reward`` (default
+  ``-10 * u * base_stake``, ``u`` the value of a plain hand), a warning logged once, and
+  ``infos[i]`` holding ``"illegal_action"``, ``"legal_actions"`` and ``"message"``; the other
+  games step as usual. Under ``"raise"`` it raises :class:`~zhuoji_env.IllegalActionError`
+  naming the env index, the seat and the legal actions, before any game moves.
+- ``env_method("action_masks")`` returns the B learner masks (what ``MaskablePPO``'s
+  ``get_action_masks`` stacks); ``action_masks()`` returns them as one bool ``[B, 86]`` array.
+- ``seed(s)`` (SB3's convention) makes the next ``reset`` deal ``BatchGame(seed=s)``; the
+  constructor's ``seed`` does the same for the first reset. ``get_attr``, ``set_attr`` and
+  other ``env_method`` calls act on the vector environment itself (all indices share it).
+- ``step``/``step_async`` before ``reset()``, and ``step_wait`` without ``step_async``, raise
+  ``RuntimeError``; ``render(index=i)`` needs a game index 0..B-1.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.core import IllegalActionError
+from zhuoji_env.engine.game import BatchGame, StepOutput
+from zhuoji_env.envs.common import (
+    RandomPolicy,
+    as_actions,
+    check_illegal_mode,
+    check_opponent,
+    check_seat,
+    check_seed,
+    default_illegal_reward,
+    illegal_info,
+    illegal_message,
+    observation_box,
+    opponent_actions,
+    warn_illegal,
+)
+from zhuoji_env.envs.render import render_table
+from zhuoji_env.observation import encode
+from zhuoji_env.rules import Rules
+
+__all__ = ["SB3VecEnv"]
+
+
+class SB3VecEnv(VecEnv):
+    """A learner's seat in B games as a Stable-Baselines3 ``VecEnv``; see the module docs."""
+
+    def __init__(
+        self,
+        num_envs: int = 8,
+        rules: str | Mapping | Rules | None = "guiyang",
+        learner_seat: int | None = 0,
+        opponent: Any = None,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        illegal_action: str = "penalty",
+        illegal_reward: float | None = None,
+        **switches: Any,
+    ):
+        self.rules = Rules.make(rules, **switches)
+        n = self.rules.num_players
+        check_seat("learner_seat", learner_seat, n)
+        seed = check_seed(seed)
+        if opponent is not None:
+            check_opponent(opponent, "opponent")
+        check_illegal_mode(illegal_action)
+        if render_mode not in (None, "ansi", "human"):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        self.learner_seat = learner_seat
+        self.opponent = RandomPolicy() if opponent is None else opponent
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        self.illegal_reward = (
+            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+        )
+        self.game = BatchGame(self.rules, num_envs, seed=seed, auto_reset=False)
+        self._rng = np.random.default_rng(seed)
+        self._rows = np.arange(num_envs)
+        self._seat = np.zeros(num_envs, dtype=np.int64)
+        self._carry = np.zeros(num_envs)
+        self._ep_ret = np.zeros(num_envs)
+        self._ep_len = np.zeros(num_envs, dtype=np.int64)
+        self._ep_start = np.full(num_envs, time.time())
+        self._actions: np.ndarray | None = None
+        self._started = False
+        self.skipped_matches = 0
+        super().__init__(num_envs, observation_box(self.rules), spaces.Discrete(A.NUM_ACTIONS))
+        if seed is not None:
+            self.seed(seed)  # SB3's seeds: the first reset deals BatchGame(seed=seed)
+
+    # ------------------------------------------------------------------ helpers
+    def _draw_seats(self, idx: np.ndarray) -> None:
+        if self.learner_seat is None:
+            self._seat[idx] = self._rng.integers(self.rules.num_players, size=idx.size)
+        else:
+            self._seat[idx] = self.learner_seat
+
+    def _encode(self, idx: np.ndarray, seats: np.ndarray) -> np.ndarray:
+        g = self.game
+        return encode(g.state, idx, seats, g.scores, g.hand_no, self.rules.hands_per_game)
+
+    def _credit(self, out: StepOutput, rew, new_ep, done, terminal) -> None:
+        e = np.flatnonzero(out.hand_over)
+        if not e.size:
+            return
+        r = out.rewards[e, self._seat[e]].astype(np.float64)
+        cur = ~new_ep[e]
+        rew[e[cur]] += r[cur]
+        self._carry[e[~cur]] += r[~cur]
+        m = out.match_over[e]
+        self._draw_seats(e[~m])
+        fin = e[m]
+        if not fin.size:
+            return
+        ended = fin[~new_ep[fin]]
+        if ended.size:
+            self._end_episodes(ended, done, new_ep, terminal)
+        self.skipped_matches += int(fin.size - ended.size)
+        self._carry[fin] = 0.0
+        self.game.restart(fin)
+        self._draw_seats(fin)
+
+    def _end_episodes(self, idx: np.ndarray, done, new_ep, terminal) -> None:
+        """Mark the games ``idx`` done, keeping the learner's view of them as terminal."""
+        obs = self._encode(idx, self._seat[idx])
+        for j, i in enumerate(idx):
+            terminal[int(i)] = obs[j]
+        done[idx] = True
+        new_ep[idx] = True
+
+    def _play_opponents(self, rew, new_ep, done, terminal) -> None:
+        g = self.game
+        while True:
+            wait = np.flatnonzero(g.actor != self._seat)
+            if not wait.size:
+                return
+            seats = g.actor[wait].astype(np.int64)
+            mask = g.mask[wait]
+            obs = None
+            if getattr(self.opponent, "needs_observation", True):
+                obs = self._encode(wait, seats)
+            acts = opponent_actions(self.opponent, obs, mask, "the opponent")
+            bad = np.flatnonzero(~mask[np.arange(wait.size), acts])
+            if bad.size:
+                j = int(bad[0])
+                raise IllegalActionError(
+                    illegal_message(
+                        f"the opponent in env {int(wait[j])} (seat {int(seats[j])})",
+                        g.state,
+                        int(wait[j]),
+                        int(acts[j]),
+                    )
+                )
+            full = np.full(g.batch_size, -1, dtype=np.int64)
+            full[wait] = acts
+            active = np.zeros(g.batch_size, dtype=bool)
+            active[wait] = True
+            out = g.step(full, active)
+            self._credit(out, rew, new_ep, done, terminal)
+
+    def _learner_message(self, i: int, action: int) -> str:
+        return illegal_message(
+            f"the learner in env {i} (seat {int(self._seat[i])})", self.game.state, i, action
+        )
+
+    # ------------------------------------------------------------------ VecEnv API
+    def reset(self):
+        seed = self._seeds[0]
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        else:
+            seed = int(self._rng.integers(2**63))
+        self._reset_seeds()
+        if callable(getattr(self.opponent, "reseed", None)):
+            self.opponent.reseed(int(self._rng.integers(2**63)))
+        self.game.reset(int(seed))
+        self._draw_seats(self._rows)
+        self._carry[:] = 0.0
+        self._ep_ret[:] = 0.0
+        self._ep_len[:] = 0
+        self._ep_start[:] = time.time()
+        self._actions = None
+        b = self.num_envs
+        new_ep = np.ones(b, dtype=bool)
+        self._play_opponents(np.zeros(b), new_ep, np.zeros(b, bool), {})
+        self.reset_infos = [{} for _ in range(b)]
+        self._started = True
+        return self._encode(self._rows, self._seat)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        if not self._started:
+            raise RuntimeError("call reset() before step(): no game waits on the learner yet")
+        self._actions = as_actions(actions, self.num_envs, "actions")
+
+    def step_wait(self):
+        if self._actions is None:
+            raise RuntimeError("step_wait() needs the actions of step_async(actions) first")
+        g = self.game
+        acts, self._actions = self._actions, None
+        b = self.num_envs
+        legal = g.mask[self._rows, acts]
+        bad = np.flatnonzero(~legal)
+        if bad.size and self.illegal_action == "raise":
+            raise IllegalActionError(self._learner_message(int(bad[0]), int(acts[bad[0]])))
+        rew = self._carry.copy()
+        self._carry[:] = 0.0
+        new_ep = np.zeros(b, dtype=bool)
+        done = np.zeros(b, dtype=bool)
+        terminal: dict[int, np.ndarray] = {}
+        infos: list[dict[str, Any]] = [{} for _ in range(b)]
+        if bad.size:
+            for i in bad:
+                msg = self._learner_message(int(i), int(acts[i]))
+                warn_illegal(self, msg)
+                infos[i] = illegal_info(g.state, int(i), int(acts[i]), msg)
+            rew[bad] += self.illegal_reward
+            self._end_episodes(bad, done, new_ep, terminal)
+            g.restart(bad)
+            self._draw_seats(bad)
+        out = g.step(np.where(legal, acts, -1), legal)
+        self._credit(out, rew, new_ep, done, terminal)
+        self._play_opponents(rew, new_ep, done, terminal)
+        self._ep_ret += rew
+        self._ep_len += 1
+        now = time.time()
+        for i in np.flatnonzero(done):
+            infos[i].update(
+                {
+                    "terminal_observation": terminal[int(i)],
+                    "TimeLimit.truncated": False,
+                    "episode": {
+                        "r": float(self._ep_ret[i]),
+                        "l": int(self._ep_len[i]),
+                        "t": round(now - self._ep_start[i], 6),
+                    },
+                }
+            )
+            self._ep_ret[i] = 0.0
+            self._ep_len[i] = 0
+            self._ep_start[i] = now
+        obs = self._encode(self._rows, self._seat)
+        return obs, rew.astype(np.float32), done, infos
+
+    def action_masks(self) -> np.ndarray:
+        """bool ``[B, 86]``: the learner's legal actions in every game."""
+        return self.game.mask.copy()
+
+    def close(self) -> None:
+        pass
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
+        idx = list(self._get_indices(indices))
+        if method_name == "action_masks":
+            return [self.game.mask[i].copy() for i in idx]
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in idx]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def render(self, mode: str | None = None, index: int = 0) -> str | None:
+        """The table of game ``index`` seen from the learner's seat (``"human"``: printed)."""
+        if (
+            isinstance(index, (bool, np.bool_))
+            or not isinstance(index, (int, np.integer))
+            or (not 0 <= index < self.num_envs)
+        ):
+            raise ValueError(f"index must be a game 0-{self.num_envs - 1}, got {index!r}")
+        mode = mode or self.render_mode
+        if mode not in (None, "ansi", "human"):
+            raise ValueError(f"mode must be None, 'ansi' or 'human', got {mode!r}")
+        g = self.game
+        text = render_table(
+            self.rules,
+            g.state,
+            int(index),
+            scores=g.scores[index],
+            hand_no=int(g.hand_no[index]),
+            viewer=int(self._seat[index]),
+        )
+        if mode == "human":
+            print(text)
+            return None
+        return text
