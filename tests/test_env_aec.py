@@ -26,7 +26,6 @@ VARIANTS = [
 IDS = ["guiyang", "classic", "app", "guiyang-3p"]
 
 
-
 def random_action(obs, rng):
     return int(rng.choice(np.flatnonzero(obs["action_mask"])))
 
@@ -173,8 +172,9 @@ def test_reset_seed_determinism_and_unseeded_sequence():
     a, b = zhuoji_env.env(), zhuoji_env.env()
     a.reset(seed=11)
     b.reset(seed=11)
-    assert np.array_equal(a.observe(a.agent_selection)["observation"],
-                          b.observe(b.agent_selection)["observation"])
+    assert np.array_equal(
+        a.observe(a.agent_selection)["observation"], b.observe(b.agent_selection)["observation"]
+    )
     a.reset()
     b.reset()
     assert np.array_equal(a.unwrapped.state(), b.unwrapped.state())
@@ -187,7 +187,9 @@ def test_reset_seed_determinism_and_unseeded_sequence():
     assert np.array_equal(a.unwrapped.game.state.wall[0], g.state.wall[0])
 
 
-@pytest.mark.parametrize("make", [zhuoji_env.raw_env, lambda: zhuoji_env.env(illegal_action="raise")])
+@pytest.mark.parametrize(
+    "make", [zhuoji_env.raw_env, lambda: zhuoji_env.env(illegal_action="raise")]
+)
 def test_illegal_action_raises_with_a_helpful_message(make):
     """``raw_env`` raises by default, and so does ``env(illegal_action="raise")``."""
     e = make()

@@ -130,7 +130,7 @@ def bench_selfplay(preset: str, batch: int, seconds: float, seed: int = 0) -> di
 def bench_sb3(preset: str, batch: int, seconds: float, seed: int = 0) -> dict | None:
     """Learner steps per second of ``SB3VecEnv``, or None without stable-baselines3."""
     try:
-        from zhuoji_env.envs.vector import SB3VecEnv
+        from zhuoji_env.envs.sb3 import SB3VecEnv
     except ImportError:
         return None
     env = SB3VecEnv(batch, preset, seed=seed)

@@ -1,0 +1,354 @@
+"""Bad input to the environments: each case ends as a correct result or a clear error naming what
+was given and what is allowed (issue 11, "Environments"; issue 10, the actions taken)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zhuoji_env
+from zhuoji_env import SelfPlayVecEnv, SingleAgentEnv
+from zhuoji_env.engine import actions as A
+from zhuoji_env.envs import RandomPolicy
+from zhuoji_env.observation import OBS_SIZE
+from zhuoji_env.tiles import format_tiles
+
+# what each non-integer action must say it got
+NOT_INTEGERS = [
+    (1.0, r"got 1\.0 \(float\)"),
+    (1.9, r"got 1\.9 \(float\)"),
+    (np.float32(2.0), r"got np\.float32\(2\.0\) \(float32\)"),
+    (True, r"got True \(bool\)"),
+    (np.bool_(True), r"got np\.True_ \(bool"),
+    ("1", r"got '1' \(str\)"),
+    (np.array([1]), r"got array\(\[1\]\) \(ndarray of shape \(1,\)\)"),
+    (np.array(1.0), r"got array\(1\.\) \(ndarray of shape \(\)\)"),
+]
+ALLOWED = r"must be an integer 0-85 \(int, numpy integer or 0-d integer array\)"
+
+
+def _integer_likes(a: int):
+    return [a, np.int64(a), np.int8(a), np.uint16(a), np.array(a), np.array(a, dtype=np.int16)]
+
+
+class Batched:
+    """An opponent with the agents' batched ``act``, from a function of ``(obs, mask)``."""
+
+    def __init__(self, fn):
+        self.act = fn
+
+
+# --------------------------------------------------------------------------- AEC
+@pytest.mark.parametrize("make", [zhuoji_env.env, zhuoji_env.raw_env], ids=["env", "raw_env"])
+def test_aec_takes_integer_likes_and_refuses_the_rest(make):
+    e = make()
+    e.reset(seed=2)
+    for like in _integer_likes(0):  # any integer-like is that integer: the same steps follow
+        e.reset(seed=2)
+        mask = e.observe(e.agent_selection)["action_mask"]
+        legal = int(np.flatnonzero(mask)[0])
+        ref = make()
+        ref.reset(seed=2)
+        like = (
+            type(like)(legal) if not isinstance(like, np.ndarray) else np.array(legal, like.dtype)
+        )
+        e.step(like)
+        ref.step(legal)
+        assert e.agent_selection == ref.agent_selection
+        np.testing.assert_array_equal(e.unwrapped.state(), ref.unwrapped.state())
+    e.reset(seed=2)
+    before = e.unwrapped.state()
+    agent = e.agent_selection
+    for bad, said in NOT_INTEGERS + [(None, r"got None \(NoneType\)")]:
+        with pytest.raises(TypeError, match=f"the action of {agent} {ALLOWED}, {said}"):
+            e.step(bad)
+    for bad in (86, -1, np.int64(200)):
+        with pytest.raises(ValueError, match=f"must be an integer 0-85, got {int(bad)}"):
+            e.step(bad)
+    np.testing.assert_array_equal(e.unwrapped.state(), before)  # nothing changed
+    assert e.agent_selection == agent
+
+
+def test_aec_legal_zero_d_array_is_accepted():
+    """The issue's case: ``np.array(a)`` of a legal ``a`` was refused as illegal."""
+    e = zhuoji_env.raw_env()
+    e.reset(seed=0)
+    seat = e.game.state.actor[0]
+    a = int(np.flatnonzero(e.action_mask())[0])
+    e.step(np.array(a))
+    assert e.game.state.river_len[0, seat] == 1 and e.game.state.river[0, seat, 0] == a
+
+
+def test_raw_env_before_reset_after_the_end_and_unknown_agents():
+    e = zhuoji_env.raw_env()
+    for call, what in [
+        (lambda: e.step(0), "step"),
+        (lambda: e.observe("player_0"), "observe"),
+        (e.state, "state"),
+        (e.render_text, "rendering"),
+    ]:
+        with pytest.raises(RuntimeError, match=f"call reset\\(\\) before {what}"):
+            call()
+    e.reset(seed=1)
+    with pytest.raises(ValueError, match=r"unknown agent 'player_9': the agents are \['player_0'"):
+        e.observe("player_9")
+    with pytest.raises(ValueError, match="unknown agent 'player_9'"):
+        e.action_mask("player_9")
+    rng = np.random.default_rng(0)
+    for _agent in e.agent_iter():
+        _, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else int(rng.choice(np.flatnonzero(e.action_mask()))))
+    assert not e.agents
+    with pytest.raises(RuntimeError, match="the match is over .*: call reset"):
+        e.step(0)
+    e.reset(seed=1)  # and it plays again
+    assert e.agents == e.possible_agents
+
+
+@pytest.mark.parametrize(
+    "seed,err,said",
+    [
+        ("abc", TypeError, "'abc'"),
+        (1.5, TypeError, "1.5"),
+        ([1, 2], TypeError, r"\[1, 2\]"),
+        (True, TypeError, "True"),
+        (-1, ValueError, "-1"),
+    ],
+)
+def test_reset_seed_must_be_a_non_negative_integer(seed, err, said):
+    msg = f"seed must be None or a non-negative integer, got {said}"
+    for env in (zhuoji_env.raw_env(), SingleAgentEnv(), SelfPlayVecEnv(2)):
+        with pytest.raises(err, match=msg):
+            env.reset(seed=seed)
+    with pytest.raises(err, match=msg):
+        _sb3(seed=seed)
+
+
+def test_reset_seed_numpy_integer_is_that_integer():
+    a, b = zhuoji_env.raw_env(), zhuoji_env.raw_env()
+    a.reset(seed=np.int64(7))
+    b.reset(seed=7)
+    np.testing.assert_array_equal(a.state(), b.state())
+
+
+def _full_wall():
+    """A shuffled wall: four of each kind."""
+    return np.random.default_rng(0).permutation(np.repeat(np.arange(27), 4))
+
+
+@pytest.mark.parametrize(
+    "options,err,match",
+    [
+        (
+            {"dealer": 1.7, "wall": "W"},
+            TypeError,
+            r"dealer must be seats 0-3 \(integers\), got 1\.7",
+        ),
+        ({"dealer": True, "wall": "W"}, TypeError, "dealer must be seats 0-3"),
+        ({"dealer": 4, "wall": "W"}, ValueError, "dealer must be seats 0-3, got 4"),
+        ({"dealer": 1}, ValueError, "reset option 'dealer' needs 'wall'"),
+        ({"wall": "W107"}, ValueError, r"wall must hold 108 tiles, got shape \(107,\)"),
+        ({"wall": "W5"}, ValueError, "wall must hold each of the 27 kinds four times; kind 0 "),
+        ({"wall": "1m2x"}, ValueError, "wall: bad tile codes"),
+        ({"wall": "W27"}, ValueError, "tile kinds must be 0-26, got 0-27"),
+        ({"wall": "Wf"}, TypeError, "wall must be 108 tile codes or 108 integer kinds"),
+        ("dealer=1", TypeError, "options must be a dict or None"),
+    ],
+)
+def test_reset_options_are_checked(options, err, match):
+    wall = _full_wall()
+    variants = {
+        "W": wall,
+        "W107": wall[:107],
+        "W5": np.concatenate([wall[:107], [0]]),
+        "W27": np.concatenate([wall[:107], [27]]),
+        "Wf": wall.astype(float),
+    }
+    if isinstance(options, dict) and "wall" in options:
+        options = {**options, "wall": variants.get(options["wall"], options["wall"])}
+    for env in (zhuoji_env.raw_env(), SingleAgentEnv()):
+        with pytest.raises(err, match=match):
+            env.reset(seed=0, options=options)
+
+
+def test_reset_wall_as_codes_or_kinds_deals_the_same():
+    wall = _full_wall()
+    a, b = zhuoji_env.raw_env(), zhuoji_env.raw_env()
+    a.reset(seed=0, options={"wall": wall, "dealer": np.int64(2)})
+    b.reset(seed=0, options={"wall": format_tiles(wall), "dealer": 2})
+    np.testing.assert_array_equal(a.state(), b.state())
+    assert a.game.state.dealer[0] == 2
+
+
+# --------------------------------------------------------------------------- SingleAgentEnv
+@pytest.mark.parametrize("mode", ["penalty", "raise"])
+def test_single_takes_integer_likes_and_refuses_the_rest(mode):
+    env = SingleAgentEnv(illegal_action=mode)
+    ref = SingleAgentEnv(illegal_action=mode)
+    for like in _integer_likes(0):
+        env.reset(seed=3)
+        ref.reset(seed=3)
+        a = int(np.flatnonzero(env.action_masks())[0])
+        like = type(like)(a) if not isinstance(like, np.ndarray) else np.array(a, like.dtype)
+        got, want = env.step(like), ref.step(a)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:4] == want[1:4]
+    env.reset(seed=3)
+    mask = env.action_masks()
+    for bad, said in NOT_INTEGERS + [(None, r"got None \(NoneType\)")]:
+        with pytest.raises(TypeError, match=f"the learner's action \\(seat 0\\) {ALLOWED}, {said}"):
+            env.step(bad)
+    with pytest.raises(ValueError, match="must be an integer 0-85, got 86"):
+        env.step(86)
+    np.testing.assert_array_equal(env.action_masks(), mask)  # not taken as illegal: unchanged
+
+
+def test_single_step_before_reset():
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        SingleAgentEnv().step(0)
+
+
+def test_opponent_names_are_refused_at_construction():
+    msg = r"got the string 'rule': pass agents.make_agent\('rule'\) instead"
+    with pytest.raises(TypeError, match=msg):
+        SingleAgentEnv(opponents="rule")
+    with pytest.raises(TypeError, match=r"opponents\[1\] .*got the string 'rule'"):
+        SingleAgentEnv(opponents=[RandomPolicy(), "rule", RandomPolicy()])
+    with pytest.raises(TypeError, match=msg):
+        _sb3(opponent="rule")
+
+
+@pytest.mark.parametrize(
+    "answer,err,match",
+    [
+        (lambda m: None, TypeError, "must be 1 integer actions, got None"),
+        (lambda m: [0, 1], ValueError, r"must be 1 actions \(shape \(1,\)\), got shape \(2,\)"),
+        (lambda m: m.argmax(-1) + 0.5, TypeError, "must be integers 0-85, got an array of dtype"),
+        (lambda m: ["0"], TypeError, "must be integers 0-85"),
+        (lambda m: [99], ValueError, "must be integers 0-85, got 99 at index 0"),
+    ],
+)
+def test_single_opponent_answers_are_checked(answer, err, match):
+    env = SingleAgentEnv(opponents=Batched(lambda obs, mask: answer(mask)))
+    with pytest.raises(err, match="the actions of opponent player_[123] .*" + match):
+        env.reset(seed=0, options={"wall": _full_wall(), "dealer": 1})
+
+
+def test_single_opponent_integer_like_answers_are_taken():
+    """A list, a numpy integer, a 0-d array inside a list: all the same action."""
+    runs = []
+    for wrap in (lambda a: [int(a)], lambda a: np.array([a], np.int8), lambda a: [np.array(a)]):
+        env = SingleAgentEnv(opponents=Batched(lambda obs, mask, w=wrap: w(mask[0].argmax())))
+        obs, _ = env.reset(seed=0, options={"wall": _full_wall(), "dealer": 1})
+        runs.append((obs, env.game.state.river_len.copy()))
+    for obs, rl in runs[1:]:
+        np.testing.assert_array_equal(obs, runs[0][0])
+        np.testing.assert_array_equal(rl, runs[0][1])
+
+
+# --------------------------------------------------------------------------- SB3VecEnv
+def _sb3(**kw):
+    from zhuoji_env.envs.sb3 import SB3VecEnv
+
+    return SB3VecEnv(**{"num_envs": 3, **kw})
+
+
+def test_sb3_order_of_calls():
+    env = _sb3(seed=0)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(3, np.int64))
+    env.reset()
+    with pytest.raises(RuntimeError, match=r"step_wait\(\) needs the actions of step_async"):
+        env.step_wait()
+    acts = env.action_masks().argmax(1)
+    env.step_async(acts)
+    env.step_wait()
+    with pytest.raises(RuntimeError, match="step_wait"):
+        env.step_wait()  # the actions are used once
+
+
+def test_sb3_actions_are_checked():
+    env = _sb3(seed=0)
+    env.reset()
+    masks = env.action_masks()
+    acts = masks.argmax(1)
+    with pytest.raises(
+        ValueError, match=r"actions must be 3 actions \(shape \(3,\)\), got shape \(2,\)"
+    ):
+        env.step(acts[:2])
+    with pytest.raises(
+        TypeError, match="actions must be integers 0-85, got an array of dtype float64"
+    ):
+        env.step(acts + 0.9)
+    with pytest.raises(TypeError, match="actions must be integers 0-85"):
+        env.step(["1", "2", "3"])
+    with pytest.raises(TypeError, match="actions must be integers 0-85"):
+        env.step(np.ones(3, bool))
+    with pytest.raises(ValueError, match="actions must be integers 0-85, got 86 at index 1"):
+        env.step(np.array([0, 86, 0]))
+    np.testing.assert_array_equal(env.action_masks(), masks)  # nothing moved
+    twin = _sb3(seed=0)
+    twin.reset()
+    a = env.step([np.int64(x) for x in acts])  # a list of numpy integers, and a [B, 1] column
+    b = twin.step(acts[:, None])
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_sb3_render_index():
+    env = _sb3(seed=0)
+    env.reset()
+    assert "player_0" in env.render(mode="ansi", index=2)
+    for bad in (99, -1, 1.0, True):
+        with pytest.raises(ValueError, match=f"index must be a game 0-2, got {bad!r}"):
+            env.render(mode="ansi", index=bad)
+
+
+@pytest.mark.parametrize(
+    "answer,err,match",
+    [
+        (lambda m: None, TypeError, "actions, got None"),
+        (lambda m: np.zeros(m.shape[0] + 1, np.int64), ValueError, "got shape"),
+        (lambda m: m.argmax(-1).astype(float), TypeError, "dtype float64"),
+    ],
+)
+def test_sb3_opponent_answers_are_checked(answer, err, match):
+    env = _sb3(seed=0, opponent=Batched(lambda obs, mask: answer(mask)), learner_seat=None)
+    with pytest.raises(err, match="the actions of the opponent must be .*" + match):
+        for _ in range(5):
+            env.reset()
+
+
+# --------------------------------------------------------------------------- SelfPlayVecEnv
+def test_selfplay_walls_dealers_and_actions_are_checked():
+    env = SelfPlayVecEnv(2, seed=0)
+    wall = _full_wall()
+    with pytest.raises(ValueError, match="walls must hold 2 walls .one per game., got 3"):
+        env.reset(options={"walls": [wall] * 3})
+    with pytest.raises(ValueError, match=r"walls\[1\] must hold 108 tiles"):
+        env.reset(options={"walls": [wall, wall[:100]]})
+    with pytest.raises(ValueError, match=r"dealers must be one seat or 2 seats, got shape \(3,\)"):
+        env.reset(options={"walls": [wall, wall], "dealers": [0, 1, 2]})
+    with pytest.raises(ValueError, match="'dealers' needs 'walls'"):
+        env.reset(options={"dealers": [0, 1]})
+    _, masks, _ = env.reset(options={"walls": [wall, format_tiles(wall)], "dealers": [3, 1]})
+    assert env.game.state.dealer.tolist() == [3, 1]
+    with pytest.raises(ValueError, match=r"actions must be 2 actions \(shape \(2,\)\)"):
+        env.step(masks.argmax(1)[:1])
+    with pytest.raises(TypeError, match="actions must be integers 0-85"):
+        env.step(masks.argmax(1) * 1.0)
+    env.step(list(masks.argmax(1)))
+
+
+def test_one_random_policy():
+    from agents import RandomAgent, make_agent
+
+    assert RandomAgent is RandomPolicy
+    agent = make_agent("random", seed=3)
+    assert isinstance(agent, RandomPolicy) and agent.name == "random"
+    mask = np.zeros((4, A.NUM_ACTIONS), bool)
+    mask[:, [5, 84]] = True
+    a = agent.act(None, mask)  # the environments pass obs=None (needs_observation is False)
+    b = RandomPolicy(3).act(np.zeros((4, OBS_SIZE), np.float32), mask)
+    np.testing.assert_array_equal(a, b)
+    assert set(a.tolist()) <= {5, 84}
