@@ -121,7 +121,11 @@ def test_reset_seed_must_be_a_non_negative_integer(seed, err, said):
         with pytest.raises(err, match=msg):
             env.reset(seed=seed)
     with pytest.raises(err, match=msg):
+        SelfPlayVecEnv(2, seed=seed)
+    with pytest.raises(err, match=msg):
         _sb3(seed=seed)
+    with pytest.raises(err, match=msg):
+        _sb3().seed(seed)
 
 
 def test_reset_seed_numpy_integer_is_that_integer():
@@ -216,6 +220,11 @@ def test_opponent_names_are_refused_at_construction():
         SingleAgentEnv(opponents=[RandomPolicy(), "rule", RandomPolicy()])
     with pytest.raises(TypeError, match=msg):
         _sb3(opponent="rule")
+    env = _sb3()
+    with pytest.raises(TypeError, match=msg):
+        env.opponent = "rule"  # replaced between rollouts: checked the same way
+    with pytest.raises(TypeError, match=r"must have a batched act\(obs"):
+        env.set_attr("opponent", lambda obs, mask: mask.argmax(1))
 
 
 @pytest.mark.parametrize(

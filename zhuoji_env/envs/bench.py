@@ -161,27 +161,35 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"preset": args.preset}
     if args.only in (None, "aec"):
         r = out["aec"] = bench_aec(args.preset, args.seconds)
-        print(f"AEC env (zhuoji_v1, wrapped): {r['turns_per_s']:,.0f} turns/s "
-              f"({r['matches_per_s']:,.1f} matches/s; target >= {AEC_TARGET:,})")
+        print(
+            f"AEC env (zhuoji_v1, wrapped): {r['turns_per_s']:,.0f} turns/s "
+            f"({r['matches_per_s']:,.1f} matches/s; target >= {AEC_TARGET:,})"
+        )
     if args.only in (None, "single"):
         r = out["single"] = bench_single(args.preset, args.seconds)
-        print(f"SingleAgentEnv: {r['steps_per_s']:,.0f} learner steps/s, "
-              f"{r['decisions_per_s']:,.0f} decisions/s, {r['episodes_per_s']:,.1f} episodes/s")
+        print(
+            f"SingleAgentEnv: {r['steps_per_s']:,.0f} learner steps/s, "
+            f"{r['decisions_per_s']:,.0f} decisions/s, {r['episodes_per_s']:,.1f} episodes/s"
+        )
     if args.only in (None, "selfplay"):
         r = out["selfplay"] = bench_selfplay(args.preset, args.batch, args.seconds)
-        print(f"SelfPlayVecEnv batch {r['batch']}: {r['decisions_per_s']:,.0f} decisions/s "
-              f"(observations encoded), {r['hands_per_s']:,.0f} hands/s; per step "
-              f"{r['ms_per_step']:.2f} ms = engine {r['ms_engine_step']:.2f} + encode "
-              f"{r['ms_encode']:.2f} + other {r['ms_other']:.2f}"
-              + (f" (target >= {SELFPLAY_TARGET:,})" if args.batch == 1024 else ""))
+        print(
+            f"SelfPlayVecEnv batch {r['batch']}: {r['decisions_per_s']:,.0f} decisions/s "
+            f"(observations encoded), {r['hands_per_s']:,.0f} hands/s; per step "
+            f"{r['ms_per_step']:.2f} ms = engine {r['ms_engine_step']:.2f} + encode "
+            f"{r['ms_encode']:.2f} + other {r['ms_other']:.2f}"
+            + (f" (target >= {SELFPLAY_TARGET:,})" if args.batch == 1024 else "")
+        )
     if args.only in (None, "sb3"):
         r = bench_sb3(args.preset, args.sb3_batch, args.seconds)
         if r is None:
             print("SB3VecEnv: stable-baselines3 not installed")
         else:
             out["sb3"] = r
-            print(f"SB3VecEnv batch {r['batch']}: {r['learner_steps_per_s']:,.0f} learner "
-                  "steps/s (random opponents)")
+            print(
+                f"SB3VecEnv batch {r['batch']}: {r['learner_steps_per_s']:,.0f} learner "
+                "steps/s (random opponents)"
+            )
     if args.json:
         print(json.dumps(out))
     return 0

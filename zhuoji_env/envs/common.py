@@ -256,7 +256,7 @@ def wall_rows(walls, b: int, name: str = "walls") -> np.ndarray:
 def dealer_rows(dealers, b: int, n: int, name: str = "dealers") -> np.ndarray:
     """int64 ``[b]``: the ``dealer`` (one seat for every game) or ``dealers`` option."""
     arr = np.asarray(dealers)
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool:
+    if not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{name} must be seats 0-{n - 1} (integers), got {dealers!r}")
     if arr.ndim > 1 or (arr.ndim == 1 and arr.size != b):
         raise ValueError(f"{name} must be one seat or {b} seats, got shape {arr.shape}")

@@ -38,7 +38,8 @@ for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVec
   ``TypeError``/``ValueError`` naming what was given. An illegal learner action in game ``i``,
   under ``illegal_action="penalty"`` (default, PettingZoo's ``TerminateIllegalWrapper``
   convention), ends that game's episode with reward ``illegal_reward`` (default
-  ``-10 * u * base_stake``, ``u`` the value of a plain hand), a warning logged once, and
+  ``-10 * u * base_stake``, ``u`` the value of a plain hand; plus the score of any hand that
+  ended before the learner's first decision, not yet paid), a warning logged once, and
   ``infos[i]`` holding ``"illegal_action"``, ``"legal_actions"`` and ``"message"``; the other
   games step as usual. Under ``"raise"`` it raises :class:`~zhuoji_env.IllegalActionError`
   naming the env index, the seat and the legal actions, before any game moves.
@@ -104,13 +105,11 @@ class SB3VecEnv(VecEnv):
         n = self.rules.num_players
         check_seat("learner_seat", learner_seat, n)
         seed = check_seed(seed)
-        if opponent is not None:
-            check_opponent(opponent, "opponent")
         check_illegal_mode(illegal_action)
         if render_mode not in (None, "ansi", "human"):
             raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.learner_seat = learner_seat
-        self.opponent = RandomPolicy() if opponent is None else opponent
+        self.opponent = RandomPolicy() if opponent is None else opponent  # checked by the setter
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = (
@@ -130,6 +129,20 @@ class SB3VecEnv(VecEnv):
         super().__init__(num_envs, observation_box(self.rules), spaces.Discrete(A.NUM_ACTIONS))
         if seed is not None:
             self.seed(seed)  # SB3's seeds: the first reset deals BatchGame(seed=seed)
+
+    @property
+    def opponent(self):
+        """The batched policy of the other seats; may be replaced between rollouts."""
+        return self._opponent
+
+    @opponent.setter
+    def opponent(self, policy) -> None:
+        check_opponent(policy, "opponent")
+        self._opponent = policy
+
+    def seed(self, seed: int | None = None):
+        """SB3's ``seed``: the next ``reset`` deals ``BatchGame(seed=seed)``."""
+        return super().seed(check_seed(seed))
 
     # ------------------------------------------------------------------ helpers
     def _draw_seats(self, idx: np.ndarray) -> None:

@@ -29,7 +29,8 @@ Construction
     - ``illegal_action``: ``"penalty"`` (default; PettingZoo's ``TerminateIllegalWrapper``
       convention, what Gymnasium's and SB3's ``check_env`` need: an illegal learner action ends
       the episode with reward ``illegal_reward``, default ``-10 * u * base_stake`` where ``u``
-      is the value of a plain hand, a warning is logged once, and the info holds
+      is the value of a plain hand (plus the score of any hand that ended before the learner's
+      first decision, not yet paid), a warning is logged once, and the info holds
       ``"illegal_action"``, ``"legal_actions"`` and ``"message"``) or ``"raise"`` (it raises
       :class:`~zhuoji_env.IllegalActionError` naming the seat, the action and the legal
       actions, and leaves the environment unchanged). The action itself must be an integer

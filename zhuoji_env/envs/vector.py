@@ -171,6 +171,7 @@ class SelfPlayVecEnv:
         **switches: Any,
     ):
         self.rules = Rules.make(rules, **switches)
+        seed = check_seed(seed)
         self.num_envs = num_envs
         self.num_players = self.rules.num_players
         self.encode_obs = encode_obs
