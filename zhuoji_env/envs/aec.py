@@ -23,7 +23,7 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
   ``{"preset": ..., "overrides": {...}}``, or a :class:`zhuoji_env.Rules`; keyword ``switches``
   (any switch of RULES.md 9, e.g. ``num_players=3, hands_per_game=8``) override it.
 - ``illegal_action``: ``"penalty"`` (default of ``env()``) or ``"raise"`` (default of
-  ``raw_env``); see *Illegal actions*.
+  ``raw_env``); see *Actions given and illegal actions*.
 - ``illegal_reward``: the offender's reward under ``"penalty"`` (default below).
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns the table as a string) or
   ``"human"`` (prints it after every step and on ``render()``).
