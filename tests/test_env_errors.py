@@ -230,8 +230,8 @@ def test_opponent_names_are_refused_at_construction():
 @pytest.mark.parametrize(
     "answer,err,match",
     [
-        (lambda m: None, TypeError, "must be 1 integer actions, got None"),
-        (lambda m: [0, 1], ValueError, r"must be 1 actions \(shape \(1,\)\), got shape \(2,\)"),
+        (lambda m: None, TypeError, r"must be 1 action \(integers\), got None"),
+        (lambda m: [0, 1], ValueError, r"must be 1 action \(shape \(1,\)\), got shape \(2,\)"),
         (lambda m: m.argmax(-1) + 0.5, TypeError, "must be integers 0-85, got an array of dtype"),
         (lambda m: ["0"], TypeError, "must be integers 0-85"),
         (lambda m: [99], ValueError, "must be integers 0-85, got 99 at index 0"),
@@ -316,7 +316,7 @@ def test_sb3_render_index():
 @pytest.mark.parametrize(
     "answer,err,match",
     [
-        (lambda m: None, TypeError, "actions, got None"),
+        (lambda m: None, TypeError, r"actions \(integers\), got None"),
         (lambda m: np.zeros(m.shape[0] + 1, np.int64), ValueError, "got shape"),
         (lambda m: m.argmax(-1).astype(float), TypeError, "dtype float64"),
     ],

@@ -161,12 +161,12 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
     """int64 ``[k]``: ``k`` actions given as a sequence or array of integers (each checked as
     by :func:`as_action`; a ``[k, 1]`` column, what SB3 may pass, is accepted)."""
     if actions is None or isinstance(actions, (str, bytes)):
-        raise TypeError(f"{who} must be {k} integer actions, got {actions!r}")
+        raise TypeError(f"{who} must be {_n_actions(k)} (integers), got {actions!r}")
     arr = np.asarray(actions)
     if arr.shape == (k, 1):
         arr = arr[:, 0]
     if arr.shape != (k,):
-        raise ValueError(f"{who} must be {k} actions (shape ({k},)), got shape {arr.shape}")
+        raise ValueError(f"{who} must be {_n_actions(k)} (shape ({k},)), got shape {arr.shape}")
     if arr.dtype == object:
         return np.array([as_action(x, who) for x in arr], dtype=np.int64)
     if not np.issubdtype(arr.dtype, np.integer):
@@ -181,6 +181,10 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
             f"{int(bad[0])}"
         )
     return arr.astype(np.int64)
+
+
+def _n_actions(k: int) -> str:
+    return "1 action" if k == 1 else f"{k} actions"
 
 
 def check_seed(seed) -> int | None:
