@@ -224,6 +224,7 @@ def test_illegal_action_penalty(rules, penalty):
     assert info["illegal_action"] == bad
     assert info["legal_actions"] == np.flatnonzero(mask).tolist()
     assert f"tried action {bad} ({A.describe(bad)})" in info["message"]
+    assert not e.observe(offender)["action_mask"].any()  # the episode is over
     got = {}
     for agent in e.agent_iter():
         _, reward, term, _, _ = e.last()

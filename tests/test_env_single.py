@@ -163,7 +163,7 @@ def test_illegal_learner_action():
         _, reward, term, trunc, info = pen.step(bad)
     assert reward == -100.0 and term and not trunc and info["illegal_action"] == bad
     assert info["legal_actions"] == np.flatnonzero(mask).tolist()
-    assert not info["action_mask"].any()
+    assert not info["action_mask"].any() and not pen.action_masks().any()
     with pytest.raises(RuntimeError, match="episode is over"):
         pen.step(0)
 

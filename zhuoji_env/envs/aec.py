@@ -301,9 +301,15 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         return {"observation": obs, "action_mask": self._mask(agent).astype(np.int8)}
 
     def _mask(self, agent: str) -> np.ndarray:
-        """The engine's mask for the agent to act; all false for any other agent."""
+        """The engine's mask for the agent to act; all false for any other agent, and for every
+        agent once the episode ended (the match, or an illegal action under ``"penalty"``)."""
         g = self._game("reading a mask")
-        if agent == self.agent_selection and g.state.phase[0] != OVER and agent in self.agents:
+        if (
+            agent == self.agent_selection
+            and g.state.phase[0] != OVER
+            and agent in self.agents
+            and not self.terminations[agent]
+        ):
             return g.mask[0]
         return np.zeros(A.NUM_ACTIONS, dtype=bool)
 

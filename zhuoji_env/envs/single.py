@@ -288,9 +288,9 @@ class SingleAgentEnv(gymnasium.Env):
         return encode_one(g.state, 0, s, g.scores, g.hand_no, self.rules.hands_per_game)
 
     def action_masks(self) -> np.ndarray:
-        """bool ``[86]``: the learner's legal actions (all false once the match is over)."""
+        """bool ``[86]``: the learner's legal actions (all false once the episode is over)."""
         g = self.game
-        if g is None or g.over[0] or int(g.actor[0]) != self.seat:
+        if g is None or self._done or g.over[0] or int(g.actor[0]) != self.seat:
             return np.zeros(A.NUM_ACTIONS, dtype=bool)
         return g.mask[0].copy()
 
