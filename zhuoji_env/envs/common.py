@@ -219,6 +219,7 @@ def check_options(render_mode, render_modes, illegal_action: str, tile_style: st
 
 
 def check_illegal_mode(illegal_action: str) -> None:
+    """``illegal_action`` must be one of :data:`ILLEGAL_ACTION_MODES`."""
     if illegal_action not in ILLEGAL_ACTION_MODES:
         raise ValueError(f"illegal_action must be 'penalty' or 'raise', got {illegal_action!r}")
 
