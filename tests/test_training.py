@@ -11,10 +11,11 @@ from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from agents import RandomAgent, make_agent
 from agents.arena import run_arena
+from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
 from training.cli import parse_args
-from training.policy import PolicyNet, load_checkpoint
-from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
+from training.learner import seat_gae
+from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 
 
@@ -113,7 +114,7 @@ class _UnpicklableAgent(RandomAgent):
 def test_arena_workers_with_a_torch_agent():
     """Worker processes are spawned, not forked, so a torch agent plays in them (a forked
     process hangs once torch has started threads), with the results of one process."""
-    from training.policy import PPOAgent
+    from agents.ppo import PPOAgent
 
     agent = PPOAgent(PolicyNet(8), seed=0)
     kw = dict(chunk_games=24, progress=False)

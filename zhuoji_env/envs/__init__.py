@@ -12,7 +12,7 @@
 
 from zhuoji_env.envs.aec import RandomPolicy, env, raw_env
 from zhuoji_env.envs.single import SingleAgentEnv
-from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions, seat_gae
+from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
 
 
 def __getattr__(name: str):
@@ -33,5 +33,4 @@ __all__ = [
     "Transitions",
     "env",
     "raw_env",
-    "seat_gae",
 ]
