@@ -14,8 +14,6 @@ imports torch; the registry imports it only when a ``ppo:`` agent is made.
 
 from __future__ import annotations
 
-import pickle
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -79,16 +77,20 @@ def _read(path: Path) -> dict:
         raise ValueError(f"{path}: empty file, not a PPO checkpoint")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        if "Weights only load failed" in str(exc):
+    except Exception as exc:  # a damaged file makes torch's unpickler raise almost anything
+        text = str(exc)
+        if "Unsupported global" in text:
+            name = text.split("Unsupported global:", 1)[1].split(" was not", 1)[0].strip()
             raise ValueError(
-                f"{path}: refused, it holds objects other than tensors and plain data, which "
-                f"could run code when loaded (a zhuoji-env checkpoint holds only those)"
+                f"{path}: refused, it holds objects other than tensors and plain data "
+                f"({name}), which could run code when loaded; a zhuoji-env checkpoint holds "
+                "only those"
             ) from None
-        raise ValueError(f"{path}: not a PPO checkpoint (unreadable: {exc})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
+        with open(path, "rb") as f:  # torch.save writes a zip archive
+            why = "truncated or damaged" if f.read(4) == b"PK\x03\x04" else "unreadable"
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         raise ValueError(
-            f"{path}: not a PPO checkpoint, or a truncated one (torch.load: {exc})"
+            f"{path}: not a PPO checkpoint, {why} ({type(exc).__name__}: {first[:200]})"
         ) from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         raise ValueError(f"{path}: not a zhuoji-env PPO checkpoint (no 'model' state dict)")
