@@ -87,11 +87,9 @@ def _read(path: Path) -> dict:
                 "only those"
             ) from None
         with open(path, "rb") as f:  # torch.save writes a zip archive
-            why = "truncated or damaged" if f.read(4) == b"PK\x03\x04" else "unreadable"
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise ValueError(
-            f"{path}: not a PPO checkpoint, {why} ({type(exc).__name__}: {first[:200]})"
-        ) from None
+            zipped = f.read(4) == b"PK\x03\x04"
+        why = "a truncated or damaged torch.save archive" if zipped else "not written by torch.save"
+        raise ValueError(f"{path}: not a PPO checkpoint, {why} ({type(exc).__name__})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         raise ValueError(f"{path}: not a zhuoji-env PPO checkpoint (no 'model' state dict)")
     return ckpt

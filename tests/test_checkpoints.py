@@ -58,10 +58,12 @@ def _bad(tmp_path, name: str, data: bytes) -> Path:
 def test_empty_garbage_and_truncated_files_are_refused(tmp_path, ckpt):
     cases = {
         _bad(tmp_path, "empty.pt", b""): "empty file",
-        _bad(tmp_path, "garbage.pt", b"this is not a checkpoint\n" * 10): "not a PPO checkpoint",
+        _bad(
+            tmp_path, "garbage.pt", b"this is not a checkpoint\n" * 10
+        ): "not written by torch.save",
         _bad(
             tmp_path, "cut.pt", ckpt.read_bytes()[: ckpt.stat().st_size // 2]
-        ): "truncated or damaged",
+        ): "truncated or damaged torch.save archive",
     }
     for path, match in cases.items():
         with pytest.raises(ValueError, match=match) as info:
