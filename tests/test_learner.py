@@ -19,7 +19,7 @@ from training.learner import (
     shaped_rewards,
 )
 from training.ppo_selfplay import Args, Rollout, rollout_advantages
-from zhuoji_env.envs.vector import SelfPlayVecEnv
+from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
 from zhuoji_env.observation import OBS_SIZE
 
 
@@ -268,3 +268,32 @@ def test_behaviour_cloning_lowers_its_held_out_loss(one_torch_thread):
         behaviour_clone(
             PolicyNet(8), demos._replace(act=demos.act[:, :1]), epochs=1, vf_coef=0.5, seed=0
         )
+
+
+def test_a_decision_open_at_the_rollout_boundary_is_trained_in_the_next():
+    """Game 0 finished everything but its last decision, game 1 left rows 1 and 3 open: the next
+    rollout starts with rows 1-3 (step ids 11-13), marks the finished ones as trained, and a
+    hand-end transition of step 11 arriving later makes that decision valid there."""
+    old = Rollout(4, 2, first_id=10)
+    old.seats[:] = [[0, 0], [1, 1], [2, 0], [3, 1]]
+    old.values[:] = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]
+    old.learner[:] = True
+    old.finished[:] = [[True, True], [True, False], [True, True], [False, False]]
+    new = old.next(5)
+    assert (new.carried, new.first_id, new.seats.shape) == (3, 11, (8, 2))
+    assert new.seats[:3].tolist() == [[1, 1], [2, 0], [3, 1]]
+    assert new.values[:3, 1].tolist() == pytest.approx([0.4, 0.6, 0.8])
+    assert new.trained[:3].tolist() == [[True, False], [True, True], [False, False]]
+    assert (new.finished[:3] == old.finished[1:]).all() and not new.trained[3:].any()
+    z = np.zeros(1, np.int64)
+    new.fill(Transitions(z + 1, z + 1, z + 11, np.array([2.5], np.float32), z == 0, z == 1))
+    assert new.rewards[0, 1] == 2.5 and new.dones[0, 1] and new.finished[0, 1]
+    adv, _, valid = rollout_advantages(new, Args(gamma=1.0, gae_lambda=1.0, shaping=0.0))
+    assert np.flatnonzero(valid.reshape(-1)).tolist() == [1]  # row 0, game 1 only
+    assert adv[0, 1] == pytest.approx(2.5 - 0.4)
+    done = Rollout(3, 1)
+    done.finished[:] = True
+    assert done.next(2).carried == 0  # nothing open: nothing carried
+    stale = Rollout(6, 1)
+    stale.finished[1:] = True
+    assert stale.next(4).carried == 4  # at most one rollout's length is carried

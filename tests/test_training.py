@@ -15,7 +15,6 @@ from agents.arena import run_arena
 from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
 from training.cli import FlagError, parse_args
-from training.learner import seat_gae
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 
@@ -115,24 +114,23 @@ def test_masked_policy_never_samples_an_illegal_action():
 
 
 def test_reward_credit_reaches_the_discarder_and_the_winner():
-    """The training path (vector-env transitions -> [T, B] buffers -> per-seat GAE) credits the
-    hand to the discard that dealt in and to the winning decision."""
+    """The trainer's path (vector-env transitions -> its Rollout buffers -> its advantages)
+    credits the hand to the discard that dealt in and to the winning decision."""
     env = SelfPlayVecEnv(1, seed=0)
     _, _, seats = env.reset(options={"walls": [CREDIT_WALL], "dealers": [0]})
     T = len(CREDIT_PLAN)
-    rew = np.zeros((T, 1), np.float32)
-    done = np.zeros((T, 1), bool)
-    fin = np.zeros((T, 1), bool)
-    seat_buf = np.zeros((T, 1), np.int64)
+    r = ppo_selfplay.Rollout(T, 1, first_id=env.step_id)
+    r.learner[:] = True
     for t, (seat, a) in enumerate(CREDIT_PLAN):
         assert seats[0] == seat
-        seat_buf[t] = seats
+        r.seats[t] = seats
         _, _, seats, rewards, _, infos = env.step(np.array([a]))
-        infos["transitions"].fill(rew, done, fin, start=0)
+        r.fill(infos["transitions"])
     score = rewards[0]
-    adv, ret, valid = seat_gae(seat_buf, np.zeros((T, 1)), rew, done, fin, 1.0, 1.0)
+    args = ppo_selfplay.Args(gamma=1.0, gae_lambda=1.0, shaping=0.0)
+    adv, ret, valid = ppo_selfplay.rollout_advantages(r, args)
     assert valid.all()
-    assert rew[4, 0] == score[0] < 0 and rew[5, 0] == score[1] > 0
+    assert r.rewards[4, 0] == score[0] < 0 and r.rewards[5, 0] == score[1] > 0
     assert adv[0, 0] == pytest.approx(score[0]) and adv[1, 0] == pytest.approx(score[1])
     assert ret[4, 0] == pytest.approx(score[0]) and ret[5, 0] == pytest.approx(score[1])
 
@@ -267,3 +265,18 @@ def test_sb3_maskable_checks_every_flag_before_any_work(tmp_path, capsys, argv, 
     assert err.startswith("python -m training.sb3_maskable: error: --")
     assert re.search(message, err), err
     assert not out.exists()
+
+
+def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
+    from training import demo
+
+    out = tmp_path / "demo"
+    for argv, message in [
+        (["--bc-agent", "nosuch"], "--bc-agent 'nosuch': unknown agent spec"),
+        (["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
+        (["--deals", "0"], "--deals must be >= 1, got 0"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            demo.main([*argv, "--out-dir", str(out)])
+        assert info.value.code == 2 and message in capsys.readouterr().err
+        assert not out.exists()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agents.arena import run_arena
 from agents.ppo import PPOAgent
+from training.cli import FlagError
 from training.ppo_selfplay import Args, train
 
 
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default="runs/demo")
     parser.add_argument("--seed", type=int, default=1)
     a = parser.parse_args(argv)
+    for name in ("deals", "decisions", "num_envs"):
+        if getattr(a, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
     decisions = a.decisions * (50 if a.long else 1)
     num_steps = 128
     per_update = a.num_envs * num_steps
@@ -79,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         out_dir=a.out_dir,
         seed=a.seed,
     )
-    out = train(args)
+    try:
+        out = train(args)
+    except FlagError as exc:  # the flags passed on to the trainer, checked before any work
+        parser.error(str(exc))
     agent = PPOAgent.load(out["checkpoint"], seed=a.seed)
     res = run_arena(
         [agent, "random", "greedy", "rule"],

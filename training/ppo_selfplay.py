@@ -4,10 +4,12 @@ One network plays every seat of ``num_envs`` games of :class:`~zhuoji_env.envs.S
 Illegal actions are masked out of the logits before the softmax, so none is ever sampled. Each
 seat's decisions form their own trajectory: a hand's settlement is credited to the seat's own
 last decision of the hand (the vector env's transitions), and GAE runs along each (game, seat)
-trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`).
-Optionally a share of the seats is played by frozen past checkpoints (``--pool-size``); their
-decisions are not trained on. Every flag is checked before any work starts or any folder is
-made (:func:`check_args`); a bad one exits with status 2 and a message naming it.
+trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`). A
+decision still open when a rollout stops is carried into the next one and trained on there,
+once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
+by frozen past checkpoints (``--pool-size``); their decisions are not trained on. Every flag is
+checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
+status 2 and a message naming it.
 
 Every ``--eval-every`` updates the policy plays the arena (duplicate deals, every seating)
 against ``rule`` and ``random``; the mean score per hand of each match-up is logged, with its
@@ -194,9 +196,28 @@ def clone_agent(net: PolicyNet, args: Args, rules: Rules) -> dict:
 
 
 class Rollout:
-    """The ``[T, B]`` buffers of one rollout of :class:`SelfPlayVecEnv`."""
+    """The ``[rows, B]`` buffers of one rollout of :class:`SelfPlayVecEnv`: ``carried`` rows
+    taken over from the previous rollout (:meth:`next`), then the new steps. Row ``k`` holds
+    the decisions of step id ``first_id + k``."""
 
-    def __init__(self, T: int, B: int):
+    FIELDS = (
+        "obs",
+        "mask",
+        "act",
+        "logp",
+        "values",
+        "seats",
+        "phi",
+        "learner",
+        "rewards",
+        "dones",
+        "finished",
+        "trained",
+    )
+
+    def __init__(self, T: int, B: int, first_id: int = 0):
+        self.first_id = first_id
+        self.carried = 0
         self.obs = torch.zeros((T, B, OBS_SIZE))
         self.mask = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
         self.act = torch.zeros((T, B), dtype=torch.long)
@@ -208,18 +229,40 @@ class Rollout:
         self.rewards = np.zeros((T, B), dtype=np.float32)
         self.dones = np.zeros((T, B), dtype=bool)
         self.finished = np.zeros((T, B), dtype=bool)
+        self.trained = np.zeros((T, B), dtype=bool)  # finished and trained on before
+
+    def next(self, T: int) -> Rollout:
+        """The next rollout's buffers (``T`` new steps), which start with this rollout's rows
+        from its earliest unfinished decision on (at most ``T`` of them): a decision still
+        open at the boundary (a seat's last of a hand, settlement included) is finished and
+        trained on there, instead of dropped; the rows finished here are marked ``trained``."""
+        rows, B = self.seats.shape
+        open_rows = np.flatnonzero((~self.finished).any(1))
+        c = min(rows - int(open_rows[0]), T) if open_rows.size else 0
+        out = Rollout(c + T, B, first_id=self.first_id + rows - c)
+        out.carried = c
+        if c:
+            for name in self.FIELDS:
+                getattr(out, name)[:c] = getattr(self, name)[rows - c :]
+            out.trained[:c] = self.finished[rows - c :]
+        return out
+
+    def fill(self, transitions) -> None:
+        """Record a step's finished decisions (the environment's ``Transitions``)."""
+        transitions.fill(self.rewards, self.dones, self.finished, start=self.first_id)
 
 
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``), then per-seat GAE
-    with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions."""
+    with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions that
+    were not trained on in the previous rollout."""
     shaped = r.rewards
     if args.shaping:
         shaped = shaped_rewards(r.seats, r.phi, r.rewards, r.dones, r.finished, args.gamma)
     adv, ret, valid = seat_gae(
         r.seats, r.values, shaped, r.dones, r.finished, args.gamma, args.gae_lambda
     )
-    return adv, ret, valid & r.learner
+    return adv, ret, valid & r.learner & ~r.trained
 
 
 def learner_batch(r: Rollout, adv: np.ndarray, ret: np.ndarray, valid: np.ndarray) -> Batch:
@@ -301,6 +344,7 @@ def train(args: Args) -> dict:
     env_time = 0.0
     t_start = time.perf_counter()
     history, updates = [], []
+    r = None
     bar = None
     if args.progress:
         from tqdm import tqdm
@@ -309,9 +353,8 @@ def train(args: Args) -> dict:
     for update in range(start_update, num_updates):
         if args.anneal_lr:
             opt.param_groups[0]["lr"] = args.lr * (1 - update / num_updates)
-        r = Rollout(T, B)
-        first_id = env.step_id
-        for t in range(T):
+        r = Rollout(T, B, first_id=env.step_id) if r is None else r.next(T)
+        for t in range(r.carried, r.carried + T):
             o = torch.from_numpy(obs)
             m = torch.from_numpy(masks)
             with torch.no_grad():
@@ -334,7 +377,7 @@ def train(args: Args) -> dict:
             t0 = time.perf_counter()
             obs, masks, seats, _, dones, infos = env.step(action.numpy())
             env_time += time.perf_counter() - t0
-            infos["transitions"].fill(r.rewards, r.dones, r.finished, start=first_id)
+            r.fill(infos["transitions"])
             ended = np.flatnonzero(dones)
             if ended.size:
                 draw_pool(ended)
