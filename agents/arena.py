@@ -50,11 +50,13 @@ import itertools
 import json
 import math
 import multiprocessing as mp
+import os
 import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -495,6 +497,18 @@ def _progress(total: int, on: bool):
 
 
 # --------------------------------------------------------------------------- CLI
+def _unwritable(path: str) -> str | None:
+    """Why a file cannot be written at ``path`` (checked before a long run), or None."""
+    p = Path(path)
+    if p.is_dir():
+        return "is a folder, not a file"
+    if not p.parent.is_dir():
+        return f"its folder {str(p.parent)!r} does not exist"
+    if not os.access(p if p.exists() else p.parent, os.W_OK):
+        return "not writable"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.arena",
@@ -524,13 +538,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.deals < 1:
-        parser.error("--deals must be >= 1")
+        parser.error(f"--deals must be >= 1, got {args.deals}")
+    if args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     if args.workers < 1 or args.chunk < 1:
         parser.error("--workers and --chunk must be >= 1")
+    if args.json:
+        json_problem = _unwritable(args.json)
+        if json_problem:
+            parser.error(f"--json {args.json!r}: {json_problem}")
     import importlib
 
     for module in args.plugin:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     try:
         rules = Rules.make(args.preset, **parse_switches(args.set))

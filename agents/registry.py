@@ -1,11 +1,13 @@
 """Agent specs: ``make_agent("random" | "greedy" | "rule" | "prefix:argument", seed)``.
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
-factory interprets (a trained policy will be ``ppo:path/to/ckpt.pt``). Training code adds its
-own agents with :func:`register_agent`::
+factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy]`` (a
+checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`) and ``sb3:PATH`` (a MaskablePPO
+model, :mod:`agents.sb3`); the last two import torch only when such an agent is made. Other
+code adds its own agents with :func:`register_agent`::
 
     from agents import register_agent
-    register_agent("ppo", lambda arg, seed=None, rules=None: PPOAgent.load(arg, seed=seed))
+    register_agent("mine", lambda arg, seed=None, rules=None: MyAgent(arg, seed=seed))
 
 A factory is called as ``factory(argument_or_None, seed=seed, rules=rules)`` and returns an
 :class:`~agents.base.Agent`. ``rules`` (a ``Rules``, preset name or None) is public table
@@ -46,8 +48,7 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
     if factory is None:
         raise ValueError(
             f"unknown agent spec {spec!r}: known agents {known_specs()} "
-            "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt' once "
-            "training has called agents.register_agent('ppo', ...))"
+            "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt')"
         )
     return factory(arg if sep else None, seed=seed, rules=rules)
 
@@ -76,12 +77,12 @@ def _register_builtins() -> None:
     register_agent("rule", rule)
 
     def ppo(arg, seed=None, rules=None):  # torch is imported only when a checkpoint is named
-        from training.policy import agent_factory
+        from agents.ppo import agent_factory
 
         return agent_factory(arg, seed=seed, rules=rules)
 
     def sb3(arg, seed=None, rules=None):
-        from training.sb3_maskable import agent_factory
+        from agents.sb3 import agent_factory
 
         return agent_factory(arg, seed=seed, rules=rules)
 

@@ -138,8 +138,9 @@ def test_duplicate_agents_three_players_and_workers():
 
 
 def test_cli_rejects_unknown_agents(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as info:
         arena.main(["--agents", "random,nosuch", "--deals", "2"])
+    assert info.value.code == 2
     assert "unknown agent spec 'nosuch'" in capsys.readouterr().err
 
 
@@ -150,3 +151,24 @@ def test_margin_is_the_paired_difference_in_either_order():
     assert m == pytest.approx(-pair["mean"]) and [lo, hi] == pytest.approx([-x for x in
                                                                             pair["ci95"][::-1]])
     assert res.margin("random", "greedy")[0] == pytest.approx(-m)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        (["--json", "/nonexistent-dir/out.json"], "--json '/nonexistent-dir/out.json': its folder"),
+        (["--json", "."], "--json '.': is a folder, not a file"),
+        (["--plugin", "nosuchmodule"], "--plugin 'nosuchmodule': cannot import it"),
+        (["--deals", "0"], "--deals must be >= 1, got 0"),
+    ],
+)
+def test_cli_checks_flags_before_the_run(monkeypatch, capsys, extra, message):
+    def no_run(*a, **k):
+        raise AssertionError("the arena ran before its flags were checked")
+
+    monkeypatch.setattr(arena, "run_arena", no_run)
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", "random,greedy", "--deals", "2", *extra])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err

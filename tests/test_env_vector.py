@@ -10,7 +10,6 @@ from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from zhuoji_env import IllegalActionError, SelfPlayVecEnv
 from zhuoji_env.engine import actions as A
-from zhuoji_env.envs import seat_gae
 from zhuoji_env.observation import OBS_SIZE, block, encode
 
 
@@ -90,51 +89,6 @@ def test_every_decision_is_finished_exactly_once():
     pending = {(g, int(t)) for g, row in enumerate(env._pending) for t in row if t >= 0}
     assert seen | pending == set(decided) and not seen & pending
     assert dict(credited) == pytest.approx(dict(hand_totals))
-
-
-def reference_gae(seats, values, rewards, dones, finished, gamma, lam):
-    """Per-trajectory GAE with explicit lists (the definition)."""
-    T, B = seats.shape
-    adv = np.zeros((T, B))
-    for g in range(B):
-        for s in set(seats[:, g]):
-            ts = [t for t in range(T) if seats[t, g] == s]
-            a_next = 0.0
-            for j in range(len(ts) - 1, -1, -1):
-                t = ts[j]
-                if not finished[t, g]:
-                    a_next = 0.0
-                    continue
-                if dones[t, g]:
-                    v_next, chain = 0.0, 0.0
-                else:
-                    nxt = ts[j + 1]
-                    v_next = values[nxt, g]
-                    chain = a_next if finished[nxt, g] else 0.0
-                adv[t, g] = rewards[t, g] + gamma * v_next - values[t, g] + gamma * lam * chain
-                a_next = adv[t, g]
-    return adv
-
-
-def test_seat_gae_matches_the_per_trajectory_definition():
-    T, b = 120, 6
-    env = SelfPlayVecEnv(b, seed=4)
-    _, _, seats = env.reset(seed=4)
-    rng = np.random.default_rng(4)
-    S = np.zeros((T, b), np.int64)
-    R = np.zeros((T, b), np.float32)
-    D = np.zeros((T, b), bool)
-    F = np.zeros((T, b), bool)
-    for t in range(T):
-        S[t] = seats
-        _, _, seats, _, _, infos = env.step(env.random_actions(rng))
-        infos["transitions"].fill(R, D, F, start=0)
-    V = rng.normal(size=(T, b))
-    adv, ret, valid = seat_gae(S, V, R, D, F, gamma=0.99, lam=0.9)
-    want = reference_gae(S, V, R, D, F, 0.99, 0.9)
-    assert np.array_equal(valid, F) and F.mean() > 0.8 and D.any()
-    assert np.allclose(adv, want, atol=1e-5)
-    assert np.allclose(ret[valid], (want + V)[valid], atol=1e-5)
 
 
 def test_selfplay_illegal_action_raises():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,42 +12,86 @@ from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from agents import RandomAgent, make_agent
 from agents.arena import run_arena
+from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
-from training.cli import parse_args
-from training.policy import PolicyNet, load_checkpoint
-from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
+from training.cli import FlagError, parse_args
+from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 
 
 def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     args = ppo_selfplay.Args(
-        total_decisions=2 * 16 * 32, num_envs=16, num_steps=32, num_minibatches=2,
-        update_epochs=1, eval_every=1, eval_deals=3, out_dir=str(tmp_path), progress=False,
-        pool_size=1, pool_every=1, pool_prob=0.5, hidden=32,
+        total_decisions=2 * 16 * 32,
+        num_envs=16,
+        num_steps=32,
+        num_minibatches=2,
+        update_epochs=1,
+        eval_every=1,
+        eval_deals=3,
+        out_dir=str(tmp_path),
+        progress=False,
+        pool_size=1,
+        pool_every=1,
+        pool_prob=0.5,
+        hidden=32,
     )
     out = ppo_selfplay.train(args)
     assert len(out["history"]) == 2 and set(out["history"][0]["eval"]) == {"rule", "random"}
     assert (tmp_path / "latest.pt").exists() and (tmp_path / "update_2.pt").exists()
-    assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 2
+    _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2])
+    assert [row["update"] for row in out["updates"]] == [1, 2]
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 3, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 3 * 6 * 2
     # resumed without repeating --hidden: the checkpoint's width holds, pool snapshots included
     resumed = ppo_selfplay.train(
-        ppo_selfplay.Args(**{**vars(args), "total_decisions": 3 * 16 * 32,
-                             "resume": str(tmp_path / "latest.pt"), "eval_every": 0,
-                             "hidden": ppo_selfplay.Args.hidden})
+        ppo_selfplay.Args(
+            **{
+                **vars(args),
+                "total_decisions": 3 * 16 * 32,
+                "resume": str(tmp_path / "latest.pt"),
+                "eval_every": 0,
+                "hidden": ppo_selfplay.Args.hidden,
+            }
+        )
     )
     assert resumed["decisions"] == 3 * 16 * 32
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert ckpt["update"] == 3
+    _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2, 3])
+
+
+def _assert_logged_per_update(path, updates):
+    """One metrics line per update, with finite per-update means of the losses and entropy."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["update"] for row in rows] == updates
+    for row in rows:
+        train = row["train"]
+        for key in (
+            "loss/policy",
+            "loss/value",
+            "loss/entropy",
+            "loss/approx_kl",
+            "loss/clipfrac",
+            "loss/explained_variance",
+        ):
+            assert np.isfinite(train[key]), (row["update"], key)
+        assert 0 < train["loss/entropy"] < np.log(86) and 0 <= train["loss/clipfrac"] <= 1
+        assert train["train/trained_decisions"] > 0
 
 
 def test_sb3_maskable_smoke_both_envs(tmp_path):
     for env in ("vec", "single"):
         args = sb3_maskable.Args(
-            env=env, total_timesteps=256, n_envs=4, n_steps=64, batch_size=64, eval_deals=2,
-            eval_opponents="random", opponent="greedy", out_dir=str(tmp_path / env),
+            env=env,
+            total_timesteps=256,
+            n_envs=4,
+            n_steps=64,
+            batch_size=64,
+            eval_deals=2,
+            eval_opponents="random",
+            opponent="greedy",
+            out_dir=str(tmp_path / env),
         )
         out = sb3_maskable.train(args)
         agent = make_agent(f"sb3:{out['model']}", seed=0)
@@ -69,33 +114,34 @@ def test_masked_policy_never_samples_an_illegal_action():
 
 
 def test_reward_credit_reaches_the_discarder_and_the_winner():
-    """The training path (vector-env transitions -> [T, B] buffers -> per-seat GAE) credits the
-    hand to the discard that dealt in and to the winning decision."""
+    """The trainer's path (vector-env transitions -> its Rollout buffers -> its advantages)
+    credits the hand to the discard that dealt in and to the winning decision."""
     env = SelfPlayVecEnv(1, seed=0)
     _, _, seats = env.reset(options={"walls": [CREDIT_WALL], "dealers": [0]})
     T = len(CREDIT_PLAN)
-    rew = np.zeros((T, 1), np.float32)
-    done = np.zeros((T, 1), bool)
-    fin = np.zeros((T, 1), bool)
-    seat_buf = np.zeros((T, 1), np.int64)
+    r = ppo_selfplay.Rollout(T, 1, first_id=env.step_id)
+    r.learner[:] = True
     for t, (seat, a) in enumerate(CREDIT_PLAN):
         assert seats[0] == seat
-        seat_buf[t] = seats
+        r.seats[t] = seats
         _, _, seats, rewards, _, infos = env.step(np.array([a]))
-        infos["transitions"].fill(rew, done, fin, start=0)
+        r.fill(infos["transitions"])
     score = rewards[0]
-    adv, ret, valid = seat_gae(seat_buf, np.zeros((T, 1)), rew, done, fin, 1.0, 1.0)
+    args = ppo_selfplay.Args(gamma=1.0, gae_lambda=1.0, shaping=0.0)
+    adv, ret, valid = ppo_selfplay.rollout_advantages(r, args)
     assert valid.all()
-    assert rew[4, 0] == score[0] < 0 and rew[5, 0] == score[1] > 0
+    assert r.rewards[4, 0] == score[0] < 0 and r.rewards[5, 0] == score[1] > 0
     assert adv[0, 0] == pytest.approx(score[0]) and adv[1, 0] == pytest.approx(score[1])
     assert ret[4, 0] == pytest.approx(score[0]) and ret[5, 0] == pytest.approx(score[1])
 
 
-def test_cli_flags_and_bad_values():
+def test_cli_flags_and_bad_values(capsys):
     args = parse_args(ppo_selfplay.Args, ["--num-envs", "8", "--no-anneal-lr"])
     assert args.num_envs == 8 and args.anneal_lr is False
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as info:
         parse_args(ppo_selfplay.Args, ["--num-envs", "many"])
+    assert info.value.code == 2
+    assert "argument --num-envs: invalid int value: 'many'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="needs a checkpoint"):
         make_agent("ppo")
     with pytest.raises(ValueError, match="no checkpoint file"):
@@ -113,7 +159,7 @@ class _UnpicklableAgent(RandomAgent):
 def test_arena_workers_with_a_torch_agent():
     """Worker processes are spawned, not forked, so a torch agent plays in them (a forked
     process hangs once torch has started threads), with the results of one process."""
-    from training.policy import PPOAgent
+    from agents.ppo import PPOAgent
 
     agent = PPOAgent(PolicyNet(8), seed=0)
     kw = dict(chunk_games=24, progress=False)
@@ -128,10 +174,109 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys):
     """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena."""
     from training import demo
 
-    argv = ["--decisions", "2048", "--num-envs", "8", "--bc-decisions", "1000", "--deals", "2",
-            "--out-dir", str(tmp_path)]
+    argv = [
+        "--decisions",
+        "2048",
+        "--num-envs",
+        "8",
+        "--bc-decisions",
+        "1000",
+        "--deals",
+        "2",
+        "--out-dir",
+        str(tmp_path),
+    ]
     assert demo.main(argv) == 0
     assert (tmp_path / "learning_curve.png").stat().st_size > 0
     summary = json.loads((tmp_path / "arena.json").read_text())
     assert set(summary["agents"]) == {"ppo", "random", "greedy", "rule"}
     assert "learning curve" in capsys.readouterr().out
+
+
+PPO_BAD_FLAGS = [
+    (["--time-limit", "-1"], "--time-limit -1.0: must be a finite number >= 0"),
+    (["--num-envs", "0"], "--num-envs 0: must be an integer >= 1"),
+    (["--num-steps", "0"], "--num-steps 0: must be an integer >= 1"),
+    (["--num-minibatches", "0"], "--num-minibatches 0: must be an integer >= 1"),
+    (["--num-envs", "2", "--num-steps", "2", "--num-minibatches", "5"], "at most --num-envs"),
+    (["--torch-threads", "0"], "--torch-threads 0: must be an integer >= 1"),
+    (["--gamma", "1.5"], "--gamma 1.5: must be a number in \\[0, 1\\]"),
+    (["--lr", "nan"], "--lr nan: must be a finite number > 0"),
+    (["--seed", "-3"], "--seed -3: must be an integer >= 0"),
+    (["--rules", "nosuch"], "--rules 'nosuch': unknown preset 'nosuch'"),
+    (["--rules", '{"preset": "guiyang",'], "--rules .*not valid JSON"),
+    (["--rules", '{"preset": "guiyang", "overrides": {"nosuch": 1}}'], "unknown switch"),
+    (["--eval-opponents", "rule,randon"], "--eval-opponents 'rule,randon': unknown agent spec"),
+    (["--eval-opponents", ","], "--eval-opponents ',': needs at least one agent spec"),
+    (["--bc-agent", "greedyy"], "--bc-agent 'greedyy': unknown agent spec"),
+    (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
+    (
+        ["--resume", "GARBAGE"],
+        "--resume .*garbage.pt.*not a PPO checkpoint, not written by torch.save",
+    ),
+    (["--resume", "MISSING"], "--resume .*no checkpoint file"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv, message", PPO_BAD_FLAGS, ids=[" ".join(a) for a, _ in PPO_BAD_FLAGS]
+)
+def test_ppo_selfplay_checks_every_flag_before_any_work(tmp_path, capsys, argv, message):
+    (tmp_path / "garbage.pt").write_bytes(b"not a checkpoint")
+    paths = {"GARBAGE": str(tmp_path / "garbage.pt"), "MISSING": str(tmp_path / "missing.pt")}
+    argv = [paths.get(a, a) for a in argv]
+    out = tmp_path / "run"
+    assert ppo_selfplay.main([*argv, "--out-dir", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m training.ppo_selfplay: error: --")
+    assert re.search(message, err), err
+    assert not out.exists()  # nothing written
+    with pytest.raises(FlagError, match=message):
+        ppo_selfplay.train(parse_args(ppo_selfplay.Args, [*argv, "--out-dir", str(out)]))
+
+
+def test_training_refuses_an_out_dir_under_a_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert ppo_selfplay.main(["--out-dir", str(tmp_path / "file")]) == 2
+    assert "exists and is not a folder" in capsys.readouterr().err
+    assert sb3_maskable.main(["--out-dir", str(tmp_path / "file" / "sub")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+SB3_BAD_FLAGS = [
+    (["--env", "gym"], "--env 'gym': must be 'vec' or 'single'"),
+    (["--n-envs", "0"], "--n-envs 0: must be an integer >= 1"),
+    (["--batch-size", "1"], "--batch-size 1: must be an integer >= 2"),
+    (["--total-timesteps", "-5"], "--total-timesteps -5: must be an integer >= 1"),
+    (["--torch-threads", "0"], "--torch-threads 0: must be an integer >= 1"),
+    (["--opponent", "nosuch"], "--opponent 'nosuch': unknown agent spec"),
+    (["--rules", "{"], "--rules '{': not valid JSON"),
+    (["--eval-opponents", "rule,x"], "--eval-opponents 'rule,x': unknown agent spec 'x'"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv, message", SB3_BAD_FLAGS, ids=[" ".join(a) for a, _ in SB3_BAD_FLAGS]
+)
+def test_sb3_maskable_checks_every_flag_before_any_work(tmp_path, capsys, argv, message):
+    out = tmp_path / "run"
+    assert sb3_maskable.main([*argv, "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m training.sb3_maskable: error: --")
+    assert re.search(message, err), err
+    assert not out.exists()
+
+
+def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
+    from training import demo
+
+    out = tmp_path / "demo"
+    for argv, message in [
+        (["--bc-agent", "nosuch"], "--bc-agent 'nosuch': unknown agent spec"),
+        (["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
+        (["--deals", "0"], "--deals must be >= 1, got 0"),
+    ]:
+        with pytest.raises(SystemExit) as info:
+            demo.main([*argv, "--out-dir", str(out)])
+        assert info.value.code == 2 and message in capsys.readouterr().err
+        assert not out.exists()

@@ -1,1 +1,3 @@
-"""Training scripts: self-play PPO in torch and sb3-contrib MaskablePPO."""
+"""Training scripts (self-play PPO in torch, sb3-contrib MaskablePPO, the demo job) and the
+learner's maths (``training.learner``). Training imports ``agents``; ``agents`` never imports
+training."""

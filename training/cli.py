@@ -1,15 +1,27 @@
-"""Command-line flags from a dataclass of arguments (CleanRL's style, on ``argparse``)."""
+"""Command-line flags from a dataclass of arguments (CleanRL's style, on ``argparse``), and the
+checks that the training scripts run on every flag before any work starts."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import math
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
+from agents import make_agent
 from zhuoji_env.rules import Rules
 
 T = TypeVar("T")
+
+
+class FlagError(ValueError):
+    """A flag (or the ``Args`` field behind it) whose value is not allowed; the message names
+    the flag, the value and what is allowed."""
 
 
 def parse_args(cls: type[T], argv: list[str] | None = None, doc: str | None = None) -> T:
@@ -27,6 +39,81 @@ def parse_args(cls: type[T], argv: list[str] | None = None, doc: str | None = No
     return cls(**vars(parser.parse_args(argv)))
 
 
-def rules_from_flag(text: str) -> Rules:
+def run_main(train: Callable, args, prog: str) -> int:
+    """Run ``train(args)``; a :class:`FlagError` is printed as a usage error (exit status 2)."""
+    try:
+        train(args)
+    except FlagError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def flag(name: str) -> str:
+    """The command-line flag of an ``Args`` field."""
+    return "--" + name.replace("_", "-")
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+INT_POSITIVE = (lambda v: _is_int(v) and v >= 1, "an integer >= 1")
+INT_NON_NEGATIVE = (lambda v: _is_int(v) and v >= 0, "an integer >= 0")
+POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
+NON_NEGATIVE = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
+UNIT = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+
+
+def check_fields(args, checks: dict[str, tuple[Callable, str]]) -> None:
+    """Raise :class:`FlagError` for the first field of ``args`` that fails its check."""
+    for name, (ok, allowed) in checks.items():
+        value = getattr(args, name)
+        if not ok(value):
+            raise FlagError(f"{flag(name)} {value!r}: must be {allowed}")
+
+
+def rules_from_flag(text: str, name: str = "rules") -> Rules:
     """The ``--rules`` flag: a preset name, or a JSON ``{"preset", "overrides"}`` object."""
-    return Rules.make(json.loads(text) if text.startswith("{") else text)
+    try:
+        spec = json.loads(text) if text.lstrip().startswith("{") else text
+    except json.JSONDecodeError as exc:
+        raise FlagError(f"{flag(name)} {text!r}: not valid JSON ({exc})") from None
+    try:
+        return Rules.make(spec)
+    except (ValueError, TypeError) as exc:
+        raise FlagError(
+            f"{flag(name)} {text!r}: {exc} (a preset name or a JSON object "
+            '{"preset": ..., "overrides": {...}})'
+        ) from None
+
+
+def check_agent_specs(text: str, name: str, rules: Rules, allow_empty: bool = False) -> None:
+    """Every comma-separated agent spec of a flag names an agent that can be made."""
+    specs = [s.strip() for s in text.split(",") if s.strip()]
+    if not specs and not allow_empty:
+        raise FlagError(f"{flag(name)} {text!r}: needs at least one agent spec")
+    for spec in specs:
+        try:
+            make_agent(spec, seed=0, rules=rules)
+        except ValueError as exc:
+            raise FlagError(f"{flag(name)} {text!r}: {exc}") from None
+
+
+def check_out_dir(path: str, name: str = "out_dir") -> None:
+    """``path`` is a folder, or can be created as one (its nearest existing parent is a
+    writable folder)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise FlagError(f"{flag(name)} {path!r}: exists and is not a folder")
+    parent = p
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise FlagError(f"{flag(name)} {path!r}: {str(parent)!r} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FlagError(f"{flag(name)} {path!r}: cannot write in {str(parent)!r}")

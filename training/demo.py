@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 from agents.arena import run_arena
-from training.policy import PPOAgent
+from agents.ppo import PPOAgent
+from training.cli import FlagError
 from training.ppo_selfplay import Args, train
 
 
@@ -47,34 +48,61 @@ def plot_curve(history: list[dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.demo", description=__doc__)
     parser.add_argument("--decisions", type=int, default=600_000)
-    parser.add_argument("--bc-agent", default="greedy",
-                        help="agent to clone before self-play ('' to learn from scratch)")
+    parser.add_argument(
+        "--bc-agent",
+        default="greedy",
+        help="agent to clone before self-play ('' to learn from scratch)",
+    )
     parser.add_argument("--long", action="store_true", help="train 50x longer")
     parser.add_argument("--deals", type=int, default=200, help="final arena deals")
     parser.add_argument("--num-envs", type=int, default=256, help="games played in parallel")
-    parser.add_argument("--bc-decisions", type=int, default=100_000,
-                        help="decisions of the cloned agent's play")
+    parser.add_argument(
+        "--bc-decisions", type=int, default=100_000, help="decisions of the cloned agent's play"
+    )
     parser.add_argument("--out-dir", default="runs/demo")
     parser.add_argument("--seed", type=int, default=1)
     a = parser.parse_args(argv)
+    for name in ("deals", "decisions", "num_envs"):
+        if getattr(a, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
     decisions = a.decisions * (50 if a.long else 1)
     num_steps = 128
     per_update = a.num_envs * num_steps
-    args = Args(total_decisions=decisions, num_envs=a.num_envs, num_steps=num_steps, lr=1e-4,
-                ent_coef=0.003, bc_agent=a.bc_agent, bc_decisions=a.bc_decisions, bc_epochs=4,
-                eval_every=max(1, decisions // (per_update * 6)), eval_deals=100,
-                eval_opponents="greedy,random", out_dir=a.out_dir, seed=a.seed)
-    out = train(args)
+    args = Args(
+        total_decisions=decisions,
+        num_envs=a.num_envs,
+        num_steps=num_steps,
+        lr=1e-4,
+        ent_coef=0.003,
+        bc_agent=a.bc_agent,
+        bc_decisions=a.bc_decisions,
+        bc_epochs=4,
+        eval_every=max(1, decisions // (per_update * 6)),
+        eval_deals=100,
+        eval_opponents="greedy,random",
+        out_dir=a.out_dir,
+        seed=a.seed,
+    )
+    try:
+        out = train(args)
+    except FlagError as exc:  # the flags passed on to the trainer, checked before any work
+        parser.error(str(exc))
     agent = PPOAgent.load(out["checkpoint"], seed=a.seed)
-    res = run_arena([agent, "random", "greedy", "rule"], a.deals,
-                    seed=a.seed + 7, labels=["ppo", "random", "greedy", "rule"])
+    res = run_arena(
+        [agent, "random", "greedy", "rule"],
+        a.deals,
+        seed=a.seed + 7,
+        labels=["ppo", "random", "greedy", "rule"],
+    )
     print()
     print(res.table())
     out_dir = Path(a.out_dir)
     plot_curve(out["history"], out_dir / "learning_curve.png")
     (out_dir / "arena.json").write_text(json.dumps(res.summary(), indent=1))
-    print(f"\nlearning curve: {out_dir / 'learning_curve.png'}; arena: {out_dir / 'arena.json'}; "
-          f"environment share of training time: {out['env_seconds'] / out['seconds']:.0%}")
+    print(
+        f"\nlearning curve: {out_dir / 'learning_curve.png'}; arena: {out_dir / 'arena.json'}; "
+        f"environment share of training time: {out['env_seconds'] / out['seconds']:.0%}"
+    )
     return 0
 
 

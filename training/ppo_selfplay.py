@@ -4,14 +4,21 @@ One network plays every seat of ``num_envs`` games of :class:`~zhuoji_env.envs.S
 Illegal actions are masked out of the logits before the softmax, so none is ever sampled. Each
 seat's decisions form their own trajectory: a hand's settlement is credited to the seat's own
 last decision of the hand (the vector env's transitions), and GAE runs along each (game, seat)
-trajectory (:func:`~zhuoji_env.envs.vector.seat_gae`). Optionally a share of the seats is
-played by frozen past checkpoints (``--pool-size``); their decisions are not trained on.
+trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`). A
+decision still open when a rollout stops is carried into the next one and trained on there,
+once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
+by frozen past checkpoints (``--pool-size``); their decisions are not trained on. Every flag is
+checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
+status 2 and a message naming it.
 
 Every ``--eval-every`` updates the policy plays the arena (duplicate deals, every seating)
 against ``rule`` and ``random``; the mean score per hand of each match-up is logged, with its
 95% interval, to the console, to TensorBoard (``--tensorboard``) and to ``metrics.jsonl`` in the
-run directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). ``--resume CKPT``
-continues a run. The script prints the share of wall time spent inside the environment.
+run directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). ``metrics.jsonl``
+has one line per update: its ``train`` entry holds the means over the update's minibatches of
+the policy and value losses, entropy, approximate KL and clip fraction, and the explained
+variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
+prints the share of wall time spent inside the environment.
 """
 
 from __future__ import annotations
@@ -26,14 +33,34 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from agents import make_agent
 from agents.arena import run_arena
-from training.cli import parse_args, rules_from_flag
-from training.policy import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
+from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
+from training.cli import (
+    INT_NON_NEGATIVE,
+    INT_POSITIVE,
+    NON_NEGATIVE,
+    POSITIVE,
+    UNIT,
+    FlagError,
+    check_agent_specs,
+    check_fields,
+    check_out_dir,
+    parse_args,
+    rules_from_flag,
+    run_main,
+)
+from training.learner import (
+    Batch,
+    behaviour_clone,
+    collect_demonstrations,
+    ppo_update,
+    seat_gae,
+    shaped_rewards,
+)
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.envs.vector import SelfPlayVecEnv, seat_gae
+from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.rules import Rules
 
@@ -92,65 +119,165 @@ class Args:
     progress: bool = True
 
 
-def shaped_rewards(seats, phi, rewards, dones, finished, gamma: float) -> np.ndarray:
-    """Add ``gamma * phi(next) - phi(this)`` to every finished decision of a ``[T, B]`` rollout.
+def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None]:
+    """Check every flag before any work: the rules, and the ``--resume`` checkpoint if any.
 
-    The next state of a decision is the same seat's next decision in the game, and the
-    potential after a hand's last decision is 0, so the shaping sums to ``-phi(first)`` over a
-    hand whatever the policy does (potential-based shaping leaves the optimal policy alone)."""
-    T, B = seats.shape
-    rows = np.arange(B)
-    next_phi = np.zeros((B, int(seats.max()) + 1), dtype=np.float32)
-    out = rewards.copy()
-    for t in range(T - 1, -1, -1):
-        s = seats[t]
-        nxt = np.where(dones[t], 0.0, next_phi[rows, s])
-        out[t] = np.where(finished[t], rewards[t] + gamma * nxt - phi[t], rewards[t])
-        next_phi[rows, s] = phi[t]
-    return out
+    Raises :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
+    check_fields(
+        args,
+        {
+            "total_decisions": INT_POSITIVE,
+            "num_envs": INT_POSITIVE,
+            "num_steps": INT_POSITIVE,
+            "lr": POSITIVE,
+            "gamma": UNIT,
+            "gae_lambda": UNIT,
+            "update_epochs": INT_POSITIVE,
+            "num_minibatches": INT_POSITIVE,
+            "clip_coef": POSITIVE,
+            "ent_coef": NON_NEGATIVE,
+            "vf_coef": NON_NEGATIVE,
+            "max_grad_norm": POSITIVE,
+            "reward_scale": POSITIVE,
+            "shaping": NON_NEGATIVE,
+            "hidden": INT_POSITIVE,
+            "seed": INT_NON_NEGATIVE,
+            "torch_threads": INT_POSITIVE,
+            "pool_size": INT_NON_NEGATIVE,
+            "pool_every": INT_POSITIVE,
+            "pool_prob": UNIT,
+            "time_limit": NON_NEGATIVE,
+            "bc_decisions": INT_POSITIVE,
+            "bc_epochs": INT_POSITIVE,
+            "eval_every": INT_NON_NEGATIVE,
+            "eval_deals": INT_POSITIVE,
+            "save_every": INT_NON_NEGATIVE,
+        },
+    )
+    if args.num_minibatches > args.num_envs * args.num_steps:
+        raise FlagError(
+            f"--num-minibatches {args.num_minibatches}: must be at most --num-envs x "
+            f"--num-steps = {args.num_envs * args.num_steps} (the decisions of a rollout)"
+        )
+    rules = rules_from_flag(args.rules)
+    if args.bc_agent:
+        check_agent_specs(args.bc_agent, "bc_agent", rules)
+        if args.num_envs < 2:
+            raise FlagError(
+                f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
+                "cloning, so it needs --num-envs >= 2"
+            )
+    check_agent_specs(args.eval_opponents, "eval_opponents", rules)
+    check_out_dir(args.out_dir)
+    resumed = None
+    if args.resume:
+        try:
+            resumed = load_checkpoint(args.resume)
+        except ValueError as exc:
+            raise FlagError(f"--resume {args.resume!r}: {exc}") from None
+    return rules, resumed
 
 
-def behaviour_clone(net: PolicyNet, args: Args, rules: Rules) -> dict:
-    """Fit ``net``'s policy to ``args.bc_agent`` playing every seat (cross-entropy over the
-    masked logits) and its value to the final hand scores; returns the fit's accuracy."""
+def clone_agent(net: PolicyNet, args: Args, rules: Rules) -> dict:
+    """Warm start: fit ``net`` to ``args.bc_agent``'s self-play (:func:`behaviour_clone`)."""
     agent = make_agent(args.bc_agent, seed=args.seed, rules=rules)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
-    obs, masks, seats = env.reset(seed=args.seed + 1)
     steps = max(1, args.bc_decisions // args.num_envs)
-    o_buf = np.zeros((steps, args.num_envs, OBS_SIZE), np.float32)
-    m_buf = np.zeros((steps, args.num_envs, NUM_ACTIONS), bool)
-    a_buf = np.zeros((steps, args.num_envs), np.int64)
-    rew = np.zeros((steps, args.num_envs), np.float32)
-    done = np.zeros((steps, args.num_envs), bool)
-    fin = np.zeros((steps, args.num_envs), bool)
-    seat_buf = np.zeros((steps, args.num_envs), np.int64)
-    for t in range(steps):
-        a = agent.act(obs, masks)
-        o_buf[t], m_buf[t], a_buf[t], seat_buf[t] = obs, masks, a, seats
-        obs, masks, seats, _, _, infos = env.step(a)
-        infos["transitions"].fill(rew, done, fin, start=0)
-    _, ret, valid = seat_gae(seat_buf, np.zeros_like(rew), rew, done, fin, 1.0, 1.0)
-    o = torch.from_numpy(o_buf.reshape(-1, OBS_SIZE))
-    m = torch.from_numpy(m_buf.reshape(-1, NUM_ACTIONS))
-    a = torch.from_numpy(a_buf.reshape(-1))
-    r = torch.from_numpy(ret.reshape(-1))
-    v = torch.from_numpy(valid.reshape(-1))
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    rng = np.random.default_rng(args.seed)
-    for _ in range(args.bc_epochs):
-        perm = torch.from_numpy(rng.permutation(a.numel()))
-        for j in perm.split(1024):
-            logits, value = net(o[j], m[j])
-            vl = ((value - r[j]) ** 2 * v[j]).sum() / v[j].sum().clamp(min=1)
-            loss = nn.functional.cross_entropy(logits, a[j]) + args.vf_coef * vl
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    with torch.no_grad():
-        acc = (net(o[:20000], m[:20000])[0].argmax(-1) == a[:20000]).float().mean().item()
-    print(f"behaviour cloning of {args.bc_agent}: {a.numel():,} decisions, accuracy {acc:.3f}",
-          flush=True)
-    return {"decisions": int(a.numel()), "accuracy": acc}
+    demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
+    fit = behaviour_clone(net, demos, epochs=args.bc_epochs, vf_coef=args.vf_coef, seed=args.seed)
+    print(
+        f"behaviour cloning of {args.bc_agent}: {fit['decisions']:,} decisions; held-out games "
+        f"({fit['held_out_decisions']:,} decisions): cross-entropy "
+        f"{fit['held_out_loss_before']:.3f} -> {fit['held_out_loss']:.3f}, "
+        f"accuracy {fit['held_out_accuracy']:.3f}",
+        flush=True,
+    )
+    return fit
+
+
+class Rollout:
+    """The ``[rows, B]`` buffers of one rollout of :class:`SelfPlayVecEnv`: ``carried`` rows
+    taken over from the previous rollout (:meth:`next`), then the new steps. Row ``k`` holds
+    the decisions of step id ``first_id + k``."""
+
+    FIELDS = (
+        "obs",
+        "mask",
+        "act",
+        "logp",
+        "values",
+        "seats",
+        "phi",
+        "learner",
+        "rewards",
+        "dones",
+        "finished",
+        "trained",
+    )
+
+    def __init__(self, T: int, B: int, first_id: int = 0):
+        self.first_id = first_id
+        self.carried = 0
+        self.obs = torch.zeros((T, B, OBS_SIZE))
+        self.mask = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
+        self.act = torch.zeros((T, B), dtype=torch.long)
+        self.logp = torch.zeros((T, B))
+        self.values = np.zeros((T, B), dtype=np.float32)
+        self.seats = np.zeros((T, B), dtype=np.int64)
+        self.phi = np.zeros((T, B), dtype=np.float32)  # shaping potential of each decision
+        self.learner = np.zeros((T, B), dtype=bool)  # taken by the learner (not a pool member)
+        self.rewards = np.zeros((T, B), dtype=np.float32)
+        self.dones = np.zeros((T, B), dtype=bool)
+        self.finished = np.zeros((T, B), dtype=bool)
+        self.trained = np.zeros((T, B), dtype=bool)  # finished and trained on before
+
+    def next(self, T: int) -> Rollout:
+        """The next rollout's buffers (``T`` new steps), which start with this rollout's rows
+        from its earliest unfinished decision on (at most ``T`` of them): a decision still
+        open at the boundary (a seat's last of a hand, settlement included) is finished and
+        trained on there, instead of dropped; the rows finished here are marked ``trained``."""
+        rows, B = self.seats.shape
+        open_rows = np.flatnonzero((~self.finished).any(1))
+        c = min(rows - int(open_rows[0]), T) if open_rows.size else 0
+        out = Rollout(c + T, B, first_id=self.first_id + rows - c)
+        out.carried = c
+        if c:
+            for name in self.FIELDS:
+                getattr(out, name)[:c] = getattr(self, name)[rows - c :]
+            out.trained[:c] = self.finished[rows - c :]
+        return out
+
+    def fill(self, transitions) -> None:
+        """Record a step's finished decisions (the environment's ``Transitions``)."""
+        transitions.fill(self.rewards, self.dones, self.finished, start=self.first_id)
+
+
+def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``), then per-seat GAE
+    with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions that
+    were not trained on in the previous rollout."""
+    shaped = r.rewards
+    if args.shaping:
+        shaped = shaped_rewards(r.seats, r.phi, r.rewards, r.dones, r.finished, args.gamma)
+    adv, ret, valid = seat_gae(
+        r.seats, r.values, shaped, r.dones, r.finished, args.gamma, args.gae_lambda
+    )
+    return adv, ret, valid & r.learner & ~r.trained
+
+
+def learner_batch(r: Rollout, adv: np.ndarray, ret: np.ndarray, valid: np.ndarray) -> Batch:
+    """The valid decisions of a rollout, flattened for :func:`~training.learner.ppo_update`."""
+    idx = np.flatnonzero(valid.reshape(-1))
+    t = torch.from_numpy(idx)
+    return Batch(
+        obs=r.obs.reshape(-1, OBS_SIZE)[t],
+        mask=r.mask.reshape(-1, NUM_ACTIONS)[t],
+        act=r.act.reshape(-1)[t],
+        logp=r.logp.reshape(-1)[t],
+        adv=torch.from_numpy(adv.reshape(-1)[idx]),
+        ret=torch.from_numpy(ret.reshape(-1)[idx]),
+        value=torch.from_numpy(r.values.reshape(-1)[idx]),
+    )
 
 
 def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
@@ -158,32 +285,45 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     out = {}
     agent = PPOAgent(net, seed=seed)
     for opp in [o for o in args.eval_opponents.split(",") if o]:
-        res = run_arena([agent, opp], args.eval_deals, seed=seed, rules=rules, progress=False,
-                        labels=["ppo", opp])
+        res = run_arena(
+            [agent, opp],
+            args.eval_deals,
+            seed=seed,
+            rules=rules,
+            progress=False,
+            labels=["ppo", opp],
+        )
         ppo = res.summary()["agents"]["ppo"]
         margin, ci = res.margin("ppo", opp)
-        out[opp] = {"ppo_mean": ppo["mean"], "ppo_ci95": ppo["ci95"], "margin": margin,
-                    "margin_ci95": ci}
+        out[opp] = {
+            "ppo_mean": ppo["mean"],
+            "ppo_ci95": ppo["ci95"],
+            "margin": margin,
+            "margin_ci95": ci,
+        }
     return out
 
 
 def train(args: Args) -> dict:
-    """Run the training; returns the final evaluation and timing."""
+    """Run the training; returns the evaluations, the per-update statistics and timing.
+
+    Every flag is checked first (:func:`check_args`): nothing is written on a bad one."""
+    rules, resumed = check_args(args)
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    rules = rules_from_flag(args.rules)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed, reward_scale=args.reward_scale)
     n, B, T = rules.num_players, args.num_envs, args.num_steps
-    net, ckpt = load_checkpoint(args.resume) if args.resume else (PolicyNet(args.hidden), {})
+    net, ckpt = resumed or (PolicyNet(args.hidden), {})
+    net.train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     if "optimizer" in ckpt:
         opt.load_state_dict(ckpt["optimizer"])
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
-    if args.bc_agent and not args.resume:
-        behaviour_clone(net, args, rules)
+    if args.bc_agent and not resumed:
+        clone_agent(net, args, rules)
     num_updates = max(1, args.total_decisions // (B * T))
     writer = None
     if args.tensorboard:
@@ -200,19 +340,11 @@ def train(args: Args) -> dict:
             pick = rng.random((games.size, n)) < args.pool_prob
             pool_seat[games] = np.where(pick, rng.integers(len(pool), size=(games.size, n)), -1)
 
-    obs_buf = torch.zeros((T, B, OBS_SIZE))
-    mask_buf = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
-    act_buf = torch.zeros((T, B), dtype=torch.long)
-    logp_buf = torch.zeros((T, B))
-    val_buf = np.zeros((T, B), dtype=np.float32)
-    seat_buf = np.zeros((T, B), dtype=np.int64)
-    phi_buf = np.zeros((T, B), dtype=np.float32)
-    learner_buf = np.zeros((T, B), dtype=bool)
-
     obs, masks, seats = env.reset(seed=args.seed)
     env_time = 0.0
     t_start = time.perf_counter()
-    history = []
+    history, updates = [], []
+    r = None
     bar = None
     if args.progress:
         from tqdm import tqdm
@@ -221,11 +353,8 @@ def train(args: Args) -> dict:
     for update in range(start_update, num_updates):
         if args.anneal_lr:
             opt.param_groups[0]["lr"] = args.lr * (1 - update / num_updates)
-        rew_buf = np.zeros((T, B), dtype=np.float32)
-        done_buf = np.zeros((T, B), dtype=bool)
-        fin_buf = np.zeros((T, B), dtype=bool)
-        first_id = env.step_id
-        for t in range(T):
+        r = Rollout(T, B, first_id=env.step_id) if r is None else r.next(T)
+        for t in range(r.carried, r.carried + T):
             o = torch.from_numpy(obs)
             m = torch.from_numpy(masks)
             with torch.no_grad():
@@ -233,68 +362,46 @@ def train(args: Args) -> dict:
                 dist = torch.distributions.Categorical(logits=logits)
                 action = dist.sample()
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
-            learner = player < 0
             for k, member in enumerate(pool):
                 rows = np.flatnonzero(player == k)
                 if rows.size:
                     with torch.no_grad():
                         pl, _ = member(o[rows], m[rows])
                     action[rows] = torch.distributions.Categorical(logits=pl).sample()
-            obs_buf[t], mask_buf[t], act_buf[t] = o, m, action
-            logp_buf[t] = dist.log_prob(action)
-            val_buf[t] = value.numpy()
-            seat_buf[t] = seats
-            phi_buf[t] = -args.shaping * (block(obs, "shanten").argmax(-1) - 1)
-            learner_buf[t] = learner
+            r.obs[t], r.mask[t], r.act[t] = o, m, action
+            r.logp[t] = dist.log_prob(action)
+            r.values[t] = value.numpy()
+            r.seats[t] = seats
+            r.phi[t] = -args.shaping * (block(obs, "shanten").argmax(-1) - 1)
+            r.learner[t] = player < 0
             t0 = time.perf_counter()
             obs, masks, seats, _, dones, infos = env.step(action.numpy())
             env_time += time.perf_counter() - t0
-            infos["transitions"].fill(rew_buf, done_buf, fin_buf, start=first_id)
+            r.fill(infos["transitions"])
             ended = np.flatnonzero(dones)
             if ended.size:
                 draw_pool(ended)
         decisions += B * T
-        shaped = rew_buf
-        if args.shaping:
-            shaped = shaped_rewards(seat_buf, phi_buf, rew_buf, done_buf, fin_buf, args.gamma)
-        adv, ret, valid = seat_gae(seat_buf, val_buf, shaped, done_buf, fin_buf,
-                                   args.gamma, args.gae_lambda)
-        valid &= learner_buf
-        idx = np.flatnonzero(valid.reshape(-1))
-        b_obs = obs_buf.reshape(-1, OBS_SIZE)[idx]
-        b_mask = mask_buf.reshape(-1, NUM_ACTIONS)[idx]
-        b_act = act_buf.reshape(-1)[idx]
-        b_logp = logp_buf.reshape(-1)[idx]
-        b_adv = torch.from_numpy(adv.reshape(-1)[idx])
-        b_ret = torch.from_numpy(ret.reshape(-1)[idx])
-        mb = max(1, idx.size // args.num_minibatches)
-        stats = {}
-        for _ in range(args.update_epochs):
-            perm = torch.from_numpy(rng.permutation(idx.size))
-            for s in range(0, idx.size - mb + 1, mb):  # whole minibatches only
-                j = perm[s : s + mb]
-                logits, value = net(b_obs[j], b_mask[j])
-                dist = torch.distributions.Categorical(logits=logits)
-                logp = dist.log_prob(b_act[j])
-                ratio = (logp - b_logp[j]).exp()
-                a = b_adv[j]
-                a = (a - a.mean()) / (a.std() + 1e-8)
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - args.clip_coef,
-                                                              1 + args.clip_coef)).mean()
-                vloss = 0.5 * ((value - b_ret[j]) ** 2).mean()
-                ent = dist.entropy().mean()
-                loss = pg + args.vf_coef * vloss - args.ent_coef * ent
-                opt.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(net.parameters(), args.max_grad_norm)
-                opt.step()
-                stats = {"loss/policy": pg.item(), "loss/value": vloss.item(),
-                         "loss/entropy": ent.item(),
-                         "loss/approx_kl": ((ratio - 1) - (logp - b_logp[j])).mean().item()}
-        hands_reward = rew_buf[done_buf]
-        stats["train/abs_hand_reward"] = float(np.abs(hands_reward).mean()) if hands_reward.size \
-            else 0.0
+        adv, ret, valid = rollout_advantages(r, args)
+        stats = ppo_update(
+            net,
+            opt,
+            learner_batch(r, adv, ret, valid),
+            epochs=args.update_epochs,
+            num_minibatches=args.num_minibatches,
+            clip_coef=args.clip_coef,
+            ent_coef=args.ent_coef,
+            vf_coef=args.vf_coef,
+            max_grad_norm=args.max_grad_norm,
+            rng=rng,
+        )
+        hands_reward = r.rewards[r.dones]
+        stats["train/abs_hand_reward"] = (
+            float(np.abs(hands_reward).mean()) if hands_reward.size else 0.0
+        )
+        stats["train/trained_decisions"] = int(valid.sum())
         stats["train/env_time_share"] = env_time / (time.perf_counter() - t_start)
+        stats["train/lr"] = opt.param_groups[0]["lr"]
         if writer:
             for k, v in stats.items():
                 writer.add_scalar(k, v, decisions)
@@ -304,26 +411,39 @@ def train(args: Args) -> dict:
         out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
         last = update + 1 == num_updates or bool(out_of_time)
         if (args.save_every and (update + 1) % args.save_every == 0) or last:
-            extra = {"update": update + 1, "decisions": decisions, "args": dataclasses.asdict(args),
-                     "rules": rules.to_record(), "optimizer": opt.state_dict()}
+            extra = {
+                "update": update + 1,
+                "decisions": decisions,
+                "args": dataclasses.asdict(args),
+                "rules": rules.to_record(),
+                "optimizer": opt.state_dict(),
+            }
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
             shutil.copyfile(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
+        row = {
+            "update": update + 1,
+            "decisions": decisions,
+            "seconds": time.perf_counter() - t_start,
+            "train": stats,
+        }
+        updates.append(row)
         if (args.eval_every and (update + 1) % args.eval_every == 0) or last:
             net.eval()
             ev = evaluate(net, args, rules, seed=args.seed + 1000)
             net.train()
-            row = {"update": update + 1, "decisions": decisions,
-                   "seconds": time.perf_counter() - t_start, "eval": ev}
+            row["eval"] = ev
             history.append(row)
-            metrics_file.write(json.dumps(row) + "\n")
-            metrics_file.flush()
-            msg = "  ".join(f"vs {k}: {v['ppo_mean']:+.2f}/hand, margin {v['margin']:+.2f} "
-                            f"[{v['margin_ci95'][0]:+.2f}, {v['margin_ci95'][1]:+.2f}]"
-                            for k, v in ev.items())
+            msg = "  ".join(
+                f"vs {k}: {v['ppo_mean']:+.2f}/hand, margin {v['margin']:+.2f} "
+                f"[{v['margin_ci95'][0]:+.2f}, {v['margin_ci95'][1]:+.2f}]"
+                for k, v in ev.items()
+            )
             print(f"update {update + 1}/{num_updates} decisions {decisions:,}: {msg}", flush=True)
             if writer:
                 for k, v in ev.items():
                     writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
+        metrics_file.write(json.dumps(row) + "\n")
+        metrics_file.flush()
         if bar:
             bar.update(1)
         if last:
@@ -334,15 +454,22 @@ def train(args: Args) -> dict:
     if writer:
         writer.close()
     total = time.perf_counter() - t_start
-    print(f"trained {decisions:,} decisions in {total:.0f} s; environment share of wall time "
-          f"{env_time / total:.0%}")
-    return {"history": history, "seconds": total, "env_seconds": env_time,
-            "decisions": decisions, "checkpoint": str(out_dir / "latest.pt")}
+    print(
+        f"trained {decisions:,} decisions in {total:.0f} s; environment share of wall time "
+        f"{env_time / total:.0%}"
+    )
+    return {
+        "history": history,
+        "updates": updates,
+        "seconds": total,
+        "env_seconds": env_time,
+        "decisions": decisions,
+        "checkpoint": str(out_dir / "latest.pt"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    train(parse_args(Args, argv, __doc__))
-    return 0
+    return run_main(train, parse_args(Args, argv, __doc__), "python -m training.ppo_selfplay")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ The path Stable-Baselines3 users know. ``--env single`` trains on ``n_envs`` cop
 :class:`~zhuoji_env.envs.sb3.SB3VecEnv` (no subprocesses). In both the learner holds one seat
 (drawn per hand) and the other seats are played by ``--opponent`` (an agent spec: ``rule``,
 ``greedy``, ``random``, or a checkpoint such as ``ppo:runs/ppo/latest.pt``). The model is saved
-to ``OUT_DIR/model.zip``, loads as the agent ``sb3:OUT_DIR/model.zip``, and is evaluated at the
-end in the arena against ``--eval-opponents`` on duplicate deals.
+to ``OUT_DIR/model.zip``, loads as the agent ``sb3:OUT_DIR/model.zip`` (:mod:`agents.sb3`), and
+is evaluated at the end in the arena against ``--eval-opponents`` on duplicate deals. Every flag
+is checked before any work starts (:func:`check_args`); a bad one exits with status 2 and a
+message naming it.
 """
 
 from __future__ import annotations
@@ -15,13 +17,25 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from agents import make_agent
 from agents.arena import run_arena
-from agents.base import Agent
-from training.cli import parse_args, rules_from_flag
+from agents.sb3 import SB3Agent
+from training.cli import (
+    INT_NON_NEGATIVE,
+    INT_POSITIVE,
+    NON_NEGATIVE,
+    POSITIVE,
+    UNIT,
+    FlagError,
+    check_agent_specs,
+    check_fields,
+    check_out_dir,
+    parse_args,
+    rules_from_flag,
+    run_main,
+)
 from zhuoji_env.rules import Rules
 
 
@@ -48,39 +62,36 @@ class Args:
     verbose: int = 0
 
 
-class SB3Agent(Agent):
-    """Plays a saved MaskablePPO model through the common agent interface."""
-
-    name = "sb3"
-    uses_torch = True
-
-    def __init__(self, model, seed=None, deterministic: bool = False):
-        super().__init__(seed)
-        self.model = model
-        self.deterministic = deterministic
-
-    @classmethod
-    def load(cls, path: str | Path, seed=None, deterministic: bool = False) -> SB3Agent:
-        from sb3_contrib import MaskablePPO
-
-        if not Path(path).is_file():
-            raise ValueError(f"no SB3 model file at {str(path)!r}")
-        return cls(MaskablePPO.load(path, device="cpu"), seed=seed, deterministic=deterministic)
-
-    def reseed(self, seed) -> None:
-        super().reseed(seed)
-        self.model.set_random_seed(int(self.rng.integers(2**31)))
-
-    def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        actions, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
-        return np.asarray(actions)
-
-
-def agent_factory(arg: str | None, seed=None, rules=None) -> SB3Agent:
-    """``sb3:PATH`` plays a saved MaskablePPO model."""
-    if not arg:
-        raise ValueError("agent 'sb3' needs a model file: sb3:path/to/model.zip")
-    return SB3Agent.load(arg, seed=seed)
+def check_args(args: Args) -> Rules:
+    """Check every flag before any work; returns the rules. Raises
+    :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
+    if args.env not in ("vec", "single"):
+        raise FlagError(f"--env {args.env!r}: must be 'vec' or 'single'")
+    check_fields(
+        args,
+        {
+            "total_timesteps": INT_POSITIVE,
+            "n_envs": INT_POSITIVE,
+            "n_steps": INT_POSITIVE,
+            "batch_size": (lambda v: INT_POSITIVE[0](v) and v >= 2, "an integer >= 2"),
+            "lr": POSITIVE,
+            "ent_coef": NON_NEGATIVE,
+            "gamma": UNIT,
+            "seed": INT_NON_NEGATIVE,
+            "torch_threads": INT_POSITIVE,
+            "eval_deals": INT_POSITIVE,
+            "verbose": (lambda v: v in (0, 1, 2), "0, 1 or 2"),
+        },
+    )
+    if args.n_envs * args.n_steps < 2:
+        raise FlagError(
+            f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
+        )
+    rules = rules_from_flag(args.rules)
+    check_agent_specs(args.opponent, "opponent", rules)
+    check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
+    check_out_dir(args.out_dir)
+    return rules
 
 
 def make_env(args: Args, rules: Rules):
@@ -97,11 +108,14 @@ def make_env(args: Args, rules: Rules):
 
         def one(i):
             def build():
-                env = SingleAgentEnv(rules, learner_seat=None,
-                                     opponents=make_agent(args.opponent, seed=[args.seed, i],
-                                                          rules=rules))
+                env = SingleAgentEnv(
+                    rules,
+                    learner_seat=None,
+                    opponents=make_agent(args.opponent, seed=[args.seed, i], rules=rules),
+                )
                 env.reset(seed=args.seed + i)
                 return env
+
             return build
 
         return DummyVecEnv([one(i) for i in range(args.n_envs)])
@@ -109,15 +123,23 @@ def make_env(args: Args, rules: Rules):
 
 
 def train(args: Args) -> dict:
+    """Train, save and evaluate; every flag is checked first (:func:`check_args`)."""
+    rules = check_args(args)
     from sb3_contrib import MaskablePPO
 
     torch.set_num_threads(args.torch_threads)
-    rules = rules_from_flag(args.rules)
     env = make_env(args, rules)
     model = MaskablePPO(
-        "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
-        learning_rate=args.lr, ent_coef=args.ent_coef, gamma=args.gamma, seed=args.seed,
-        verbose=args.verbose, device="cpu",
+        "MlpPolicy",
+        env,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        ent_coef=args.ent_coef,
+        gamma=args.gamma,
+        seed=args.seed,
+        verbose=args.verbose,
+        device="cpu",
     )
     model.learn(total_timesteps=args.total_timesteps)
     out = Path(args.out_dir)
@@ -126,8 +148,14 @@ def train(args: Args) -> dict:
     agent = SB3Agent(model, seed=args.seed)
     results = {}
     for opp in [o for o in args.eval_opponents.split(",") if o]:
-        res = run_arena([agent, opp], args.eval_deals, seed=args.seed + 1000, rules=rules,
-                        progress=False, labels=["sb3", opp])
+        res = run_arena(
+            [agent, opp],
+            args.eval_deals,
+            seed=args.seed + 1000,
+            rules=rules,
+            progress=False,
+            labels=["sb3", opp],
+        )
         print(res.table())
         margin, ci = res.margin("sb3", opp)
         results[opp] = {"margin": margin, "ci95": ci}
@@ -136,8 +164,7 @@ def train(args: Args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    train(parse_args(Args, argv, __doc__))
-    return 0
+    return run_main(train, parse_args(Args, argv, __doc__), "python -m training.sb3_maskable")
 
 
 if __name__ == "__main__":

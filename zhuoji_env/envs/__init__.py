@@ -17,7 +17,7 @@ the text table in ``render``. ``python -m zhuoji_env.envs.bench`` measures throu
 from zhuoji_env.envs.aec import env, raw_env
 from zhuoji_env.envs.common import RandomPolicy
 from zhuoji_env.envs.single import SingleAgentEnv
-from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions, seat_gae
+from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
 
 
 def __getattr__(name: str):
@@ -37,5 +37,4 @@ __all__ = [
     "Transitions",
     "env",
     "raw_env",
-    "seat_gae",
 ]

@@ -51,7 +51,8 @@ decided add no reward to it). Decisions still pending when a rollout stops have 
 
 PPO with GAE per seat. Collect ``T`` steps, storing per ``[t, game]`` the observation, mask,
 action, log-probability, value and ``seats``; write each step's transitions into ``[T, B]``
-reward / done / finished arrays with :meth:`Transitions.fill`; then :func:`seat_gae` computes
+reward / done / finished arrays with :meth:`Transitions.fill`; then the trainer's ``seat_gae``
+(``training.learner``) computes
 advantages along each (game, seat) trajectory (the next state of a decision is the same seat's
 next decision), and a validity mask: the unfinished decisions at the end of a rollout are left
 out of the loss (or keep the environment running into the next rollout and use them there: the
@@ -83,7 +84,7 @@ from zhuoji_env.envs.common import (
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 
-__all__ = ["SelfPlayVecEnv", "Transitions", "seat_gae"]
+__all__ = ["SelfPlayVecEnv", "Transitions"]
 
 
 class Transitions(NamedTuple):
@@ -111,50 +112,6 @@ class Transitions(NamedTuple):
 def _empty_transitions() -> Transitions:
     z = np.zeros(0, dtype=np.int64)
     return Transitions(z, z, z, np.zeros(0, np.float32), np.zeros(0, bool), np.zeros(0, bool))
-
-
-def seat_gae(
-    seats: np.ndarray,
-    values: np.ndarray,
-    rewards: np.ndarray,
-    dones: np.ndarray,
-    finished: np.ndarray,
-    gamma: float = 1.0,
-    lam: float = 0.95,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """GAE along each (game, seat) trajectory of a ``[T, B]`` self-play rollout.
-
-    ``seats[t, i]`` is the seat that decided in game ``i`` at step ``t``, ``values`` its value
-    estimate; ``rewards``, ``dones``, ``finished`` are filled from the step transitions
-    (:meth:`Transitions.fill`). The successor of a decision is the same seat's next decision in
-    the same game. Returns ``(advantages, returns, valid)``: ``valid`` is ``finished`` (decisions
-    whose outcome is known); a finished decision whose successor is not finished bootstraps on
-    the successor's value with no further advantage terms, as at the end of any rollout.
-    """
-    seats = np.asarray(seats, dtype=np.int64)
-    values = np.asarray(values, dtype=np.float64)
-    T, B = seats.shape
-    n = int(seats.max()) + 1 if seats.size else 1
-    rows = np.arange(B)
-    next_v = np.zeros((B, n))
-    next_a = np.zeros((B, n))
-    next_ok = np.zeros((B, n), dtype=bool)
-    adv = np.zeros((T, B))
-    for t in range(T - 1, -1, -1):
-        s = seats[t]
-        f = np.asarray(finished[t], dtype=bool)
-        cont = f & ~np.asarray(dones[t], dtype=bool)
-        v_next = np.where(cont, next_v[rows, s], 0.0)
-        a_next = np.where(cont & next_ok[rows, s], next_a[rows, s], 0.0)
-        delta = rewards[t] + gamma * v_next - values[t]
-        a = np.where(f, delta + gamma * lam * a_next, 0.0)
-        adv[t] = a
-        next_v[rows, s] = values[t]
-        next_a[rows, s] = a
-        next_ok[rows, s] = f
-    valid = np.asarray(finished, dtype=bool).copy()
-    returns = np.where(valid, adv + values, 0.0)
-    return adv.astype(np.float32), returns.astype(np.float32), valid
 
 
 class SelfPlayVecEnv:

@@ -1,0 +1,168 @@
+"""The PPO policy network, its checkpoint files, and the agent that plays one (``ppo:PATH``).
+
+A checkpoint is a ``torch.save`` dict of plain data and tensors only: ``model`` (the state
+dict), ``hidden`` (layer width), ``obs_size`` and ``obs_version`` (the observation encoding it
+was trained on), and whatever the trainer adds (counters, its flags, ``rules`` in record form,
+the optimizer state). It is read with ``torch.load(..., weights_only=True)``, which refuses to
+run code, and checked before use: a file that is not a checkpoint, is truncated, holds objects
+other than plain data, was trained on another observation size or version, or holds NaN or
+infinite weights raises ``ValueError`` naming the file and what is wrong.
+``PPOAgent.load(path)`` plays it through the common agent interface, so
+``python -m agents.arena --agents ppo:runs/ppo/latest.pt,rule`` evaluates it. This module
+imports torch; the registry imports it only when a ``ppo:`` agent is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from agents.base import Agent
+from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.observation import OBS_SIZE, VERSION
+
+NEG_INF = -1e9
+
+
+class PolicyNet(nn.Module):
+    """An MLP with a policy head over the 86 actions and a value head."""
+
+    def __init__(self, hidden: int = 256):
+        super().__init__()
+        self.hidden = hidden
+        self.body = nn.Sequential(
+            nn.Linear(OBS_SIZE, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+        )
+        self.pi = nn.Linear(hidden, NUM_ACTIONS)
+        self.v = nn.Linear(hidden, 1)
+        nn.init.orthogonal_(self.pi.weight, 0.01)
+        nn.init.zeros_(self.pi.bias)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor):
+        """Masked logits (illegal actions at -1e9, before any softmax) and values."""
+        h = self.body(obs)
+        logits = self.pi(h).masked_fill(~mask, NEG_INF)
+        return logits, self.v(h).squeeze(-1)
+
+
+def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
+    """Write ``net`` and ``extra`` (plain data and tensors only) atomically to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(
+        {
+            "model": net.state_dict(),
+            "hidden": int(net.hidden),
+            "obs_size": OBS_SIZE,
+            "obs_version": VERSION,
+            **extra,
+        },
+        tmp,
+    )
+    tmp.replace(path)
+
+
+def _read(path: Path) -> dict:
+    """The checkpoint dict of ``path``, loaded without running code."""
+    if not path.is_file():
+        raise ValueError(f"no checkpoint file at {str(path)!r}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: empty file, not a PPO checkpoint")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a damaged file makes torch's unpickler raise almost anything
+        text = str(exc)
+        if "Unsupported global" in text:
+            name = text.split("Unsupported global:", 1)[1].split(" was not", 1)[0].strip()
+            raise ValueError(
+                f"{path}: refused, it holds objects other than tensors and plain data "
+                f"({name}), which could run code when loaded; a zhuoji-env checkpoint holds "
+                "only those"
+            ) from None
+        with open(path, "rb") as f:  # torch.save writes a zip archive
+            zipped = f.read(4) == b"PK\x03\x04"
+        why = "a truncated or damaged torch.save archive" if zipped else "not written by torch.save"
+        raise ValueError(f"{path}: not a PPO checkpoint, {why} ({type(exc).__name__})") from None
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
+        raise ValueError(f"{path}: not a zhuoji-env PPO checkpoint (no 'model' state dict)")
+    return ckpt
+
+
+def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict]:
+    """The network of a checkpoint file and the whole checkpoint dict (checked, see above)."""
+    path = Path(path)
+    ckpt = _read(path)
+    if ckpt.get("obs_version") != VERSION:
+        raise ValueError(
+            f"{path}: trained on observations {ckpt.get('obs_version')!r}, "
+            f"this package encodes {VERSION!r}"
+        )
+    state = ckpt["model"]
+    if not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ValueError(f"{path}: the 'model' state dict holds values that are not tensors")
+    first = state.get("body.0.weight")
+    if not isinstance(first, torch.Tensor) or first.ndim != 2:
+        raise ValueError(f"{path}: the 'model' state dict is not a PolicyNet (no body.0.weight)")
+    hidden, obs_size = first.shape
+    if obs_size != OBS_SIZE:
+        raise ValueError(
+            f"{path}: trained on observations of size {obs_size}, this package encodes {OBS_SIZE}"
+        )
+    net = PolicyNet(int(hidden))
+    try:
+        net.load_state_dict(state)
+    except RuntimeError as exc:
+        raise ValueError(
+            f"{path}: the 'model' state dict does not fit a PolicyNet: {exc}"
+        ) from None
+    bad = [k for k, v in state.items() if not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(f"{path}: NaN or infinite weights in {', '.join(bad)}")
+    net.eval()
+    return net, ckpt
+
+
+class PPOAgent(Agent):
+    """Plays a policy network: samples from its masked policy, or takes its argmax."""
+
+    name = "ppo"
+    uses_torch = True
+
+    def __init__(self, net: PolicyNet, seed=None, greedy: bool = False):
+        super().__init__(seed)
+        self.net = net
+        self.greedy = greedy
+        self._gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
+
+    def reseed(self, seed) -> None:
+        super().reseed(seed)
+        self._gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
+
+    @classmethod
+    def load(cls, path: str | Path, seed=None, greedy: bool = False) -> PPOAgent:
+        net, _ = load_checkpoint(path)
+        return cls(net, seed=seed, greedy=greedy)
+
+    @torch.no_grad()
+    def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(mask))
+        if self.greedy:
+            return logits.argmax(-1).numpy()
+        probs = torch.softmax(logits, -1)
+        return torch.multinomial(probs, 1, generator=self._gen).squeeze(-1).numpy()
+
+
+def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
+    """``ppo:PATH`` samples from the policy; ``ppo:PATH:greedy`` takes its argmax."""
+    if not arg:
+        raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt")
+    greedy = arg.endswith(":greedy")
+    path = arg[: -len(":greedy")] if greedy else arg
+    return PPOAgent.load(path, seed=seed, greedy=greedy)

@@ -1,0 +1,152 @@
+"""Trained-policy agents: checkpoints load safely (weights_only) and broken ones are refused at
+load time with the file's name; ``agents`` never imports ``training``."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents import make_agent
+from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
+from zhuoji_env.observation import OBS_SIZE, VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    """A checkpoint written as the trainer writes it (counters, flags, rules, optimizer)."""
+    torch.manual_seed(0)
+    net = PolicyNet(8)
+    opt = torch.optim.Adam(net.parameters())
+    net(torch.zeros(2, OBS_SIZE), torch.ones(2, 86, dtype=torch.bool))[1].sum().backward()
+    opt.step()
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint(
+        path,
+        net,
+        update=3,
+        decisions=96,
+        args={"lr": 3e-4, "rules": "guiyang"},
+        rules={"preset": "guiyang", "overrides": {}},
+        optimizer=opt.state_dict(),
+    )
+    return path
+
+
+def test_a_trainer_checkpoint_loads_with_weights_only(ckpt):
+    raw = torch.load(ckpt, weights_only=True)
+    assert raw["obs_size"] == OBS_SIZE and raw["obs_version"] == VERSION and raw["hidden"] == 8
+    net, meta = load_checkpoint(ckpt)
+    assert net.hidden == 8 and meta["update"] == 3 and "state" in meta["optimizer"]
+    greedy = make_agent(f"ppo:{ckpt}:greedy", seed=0)
+    assert isinstance(greedy, PPOAgent) and greedy.greedy
+    assert not make_agent(f"ppo:{ckpt}", seed=0).greedy
+
+
+def _bad(tmp_path, name: str, data: bytes) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def test_empty_garbage_and_truncated_files_are_refused(tmp_path, ckpt):
+    cases = {
+        _bad(tmp_path, "empty.pt", b""): "empty file",
+        _bad(
+            tmp_path, "garbage.pt", b"this is not a checkpoint\n" * 10
+        ): "not written by torch.save",
+        _bad(
+            tmp_path, "cut.pt", ckpt.read_bytes()[: ckpt.stat().st_size // 2]
+        ): "truncated or damaged torch.save archive",
+    }
+    for path, match in cases.items():
+        with pytest.raises(ValueError, match=match) as info:
+            load_checkpoint(path)
+        assert str(path) in str(info.value)
+        with pytest.raises(ValueError, match=match):
+            make_agent(f"ppo:{path}")
+    torch.save([1, 2, 3], tmp_path / "list.pt")
+    with pytest.raises(ValueError, match="no 'model' state dict"):
+        load_checkpoint(tmp_path / "list.pt")
+
+
+class _Planted:
+    """Unpickling this would touch a file: a stand-in for code run by a malicious .pt."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "ran"
+    path = tmp_path / "evil.pt"
+    torch.save({"model": PolicyNet(8).state_dict(), "x": _Planted(marker)}, path)
+    with pytest.raises(ValueError, match="could run code") as info:
+        load_checkpoint(path)
+    assert str(path) in str(info.value)
+    assert not marker.exists()
+
+
+def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, ckpt):
+    raw = torch.load(ckpt, weights_only=True)
+    wide = dict(raw, model=dict(raw["model"], **{"body.0.weight": torch.zeros(8, OBS_SIZE + 5)}))
+    torch.save(wide, tmp_path / "wide.pt")
+    with pytest.raises(ValueError, match=f"size {OBS_SIZE + 5}, this package encodes {OBS_SIZE}"):
+        load_checkpoint(tmp_path / "wide.pt")
+    torch.save(dict(raw, obs_version="v0"), tmp_path / "old.pt")
+    with pytest.raises(ValueError, match="trained on observations 'v0'"):
+        load_checkpoint(tmp_path / "old.pt")
+    bias = raw["model"]["pi.bias"].clone()
+    bias[3] = float("nan")
+    torch.save(dict(raw, model=dict(raw["model"], **{"pi.bias": bias})), tmp_path / "nan.pt")
+    with pytest.raises(ValueError, match=r"nan\.pt: NaN or infinite weights in pi\.bias"):
+        load_checkpoint(tmp_path / "nan.pt")
+    torch.save(dict(raw, model={"other": torch.zeros(2)}), tmp_path / "alien.pt")
+    with pytest.raises(ValueError, match="not a PolicyNet"):
+        load_checkpoint(tmp_path / "alien.pt")
+    with pytest.raises(ValueError, match="no checkpoint file"):
+        make_agent(f"ppo:{tmp_path / 'missing.pt'}:greedy")
+
+
+def test_a_broken_sb3_model_is_refused_with_its_name(tmp_path):
+    path = _bad(tmp_path, "model.zip", b"PK not really a zip")
+    with pytest.raises(ValueError, match="not a MaskablePPO model") as info:
+        make_agent(f"sb3:{path}")
+    assert str(path) in str(info.value)
+    with pytest.raises(ValueError, match="no SB3 model file"):
+        make_agent(f"sb3:{tmp_path / 'missing.zip'}")
+    with pytest.raises(ValueError, match="needs a model file"):
+        make_agent("sb3")
+
+
+def test_agents_never_import_training():
+    """The import graph flows one way: training imports agents, never the reverse."""
+    for src in sorted((ROOT / "agents").glob("*.py")):
+        for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not [n for n in names if n.split(".")[0] == "training"], src.name
+
+
+def test_the_registry_imports_torch_only_for_a_trained_agent():
+    code = (
+        "import sys, agents\n"
+        "agents.make_agent('rule'); agents.make_agent('greedy')\n"
+        "print(sorted(m for m in ('torch', 'training', 'stable_baselines3') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "[]"

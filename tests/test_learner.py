@@ -1,0 +1,299 @@
+"""The learner's maths (training/learner.py and the trainer's calls into it), on hand-made
+batches with the expected numbers worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.base import Agent
+from agents.ppo import PolicyNet
+from training.learner import (
+    Batch,
+    behaviour_clone,
+    collect_demonstrations,
+    explained_variance,
+    ppo_update,
+    seat_gae,
+    shaped_rewards,
+)
+from training.ppo_selfplay import Args, Rollout, rollout_advantages
+from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
+from zhuoji_env.observation import OBS_SIZE
+
+
+def reference_gae(seats, values, rewards, dones, finished, gamma, lam):
+    """Per-trajectory GAE with explicit lists (the definition)."""
+    T, B = seats.shape
+    adv = np.zeros((T, B))
+    for g in range(B):
+        for s in set(seats[:, g]):
+            ts = [t for t in range(T) if seats[t, g] == s]
+            a_next = 0.0
+            for j in range(len(ts) - 1, -1, -1):
+                t = ts[j]
+                if not finished[t, g]:
+                    a_next = 0.0
+                    continue
+                if dones[t, g]:
+                    v_next, chain = 0.0, 0.0
+                else:
+                    nxt = ts[j + 1]
+                    v_next = values[nxt, g]
+                    chain = a_next if finished[nxt, g] else 0.0
+                adv[t, g] = rewards[t, g] + gamma * v_next - values[t, g] + gamma * lam * chain
+                a_next = adv[t, g]
+    return adv
+
+
+def test_seat_gae_matches_the_per_trajectory_definition():
+    T, b = 120, 6
+    env = SelfPlayVecEnv(b, seed=4)
+    _, _, seats = env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    S = np.zeros((T, b), np.int64)
+    R = np.zeros((T, b), np.float32)
+    D = np.zeros((T, b), bool)
+    F = np.zeros((T, b), bool)
+    for t in range(T):
+        S[t] = seats
+        _, _, seats, _, _, infos = env.step(env.random_actions(rng))
+        infos["transitions"].fill(R, D, F, start=0)
+    V = rng.normal(size=(T, b))
+    adv, ret, valid = seat_gae(S, V, R, D, F, gamma=0.99, lam=0.9)
+    want = reference_gae(S, V, R, D, F, 0.99, 0.9)
+    assert np.array_equal(valid, F) and F.mean() > 0.8 and D.any()
+    assert np.allclose(adv, want, atol=1e-5)
+    assert np.allclose(ret[valid], (want + V)[valid], atol=1e-5)
+
+
+def _hand_rollout() -> Rollout:
+    """One game, seats 0 1 0 1 1: seat 0's hand ends at t=2 (reward 2); seat 1 continues at
+    t=3 into t=4, whose outcome the rollout does not see."""
+    r = Rollout(5, 1)
+    r.seats[:, 0] = [0, 1, 0, 1, 1]
+    r.values[:, 0] = [0.5, -0.2, 1.0, 0.4, 0.3]
+    r.rewards[2, 0] = 2.0
+    r.dones[2, 0] = True
+    r.finished[:4, 0] = True
+    r.learner[:] = True
+    return r
+
+
+def test_trainer_advantages_use_gamma_and_lambda_in_their_places():
+    """gamma 0.9, lambda 0.5 (swapped they give other numbers), values != 0:
+    A2 = 2 - 1 = 1;  A0 = 0.9 * 1.0 - 0.5 + 0.9 * 0.5 * A2 = 0.85;
+    A3 = 0.9 * 0.3 - 0.4 = -0.13 (its successor is unfinished: bootstrap, no chain);
+    A1 = 0.9 * 0.4 + 0.2 + 0.9 * 0.5 * A3 = 0.5015;  t=4 is not valid."""
+    args = Args(gamma=0.9, gae_lambda=0.5, shaping=0.0)
+    adv, ret, valid = rollout_advantages(_hand_rollout(), args)
+    assert adv[:, 0] == pytest.approx([0.85, 0.5015, 1.0, -0.13, 0.0], abs=1e-6)
+    assert ret[:4, 0] == pytest.approx([1.35, 0.3015, 2.0, 0.27], abs=1e-6)
+    assert valid[:, 0].tolist() == [True, True, True, True, False]
+
+
+def test_trainer_leaves_pool_decisions_out_of_the_batch():
+    r = _hand_rollout()
+    r.learner[1, 0] = False  # seat 1's first decision was a pool member's
+    adv, _, valid = rollout_advantages(r, Args(gamma=0.9, gae_lambda=0.5, shaping=0.0))
+    assert valid[:, 0].tolist() == [True, False, True, True, False]
+    assert adv[1, 0] == pytest.approx(0.5015)  # still part of seat 1's trajectory
+
+
+def _shaping_hand():
+    """One hand of one game: seat 0 decides at t=0,2,4 (scores 3 at t=4), seat 1 at t=1,3
+    (scores -3 at t=3); potentials phi = 0.3 -0.1 0.7 0.2 -0.4."""
+    seats = np.array([[0], [1], [0], [1], [0]])
+    phi = np.array([[0.3], [-0.1], [0.7], [0.2], [-0.4]], np.float32)
+    rewards = np.array([[0], [0], [0], [-3], [3]], np.float32)
+    dones = np.array([[0], [0], [0], [1], [1]], bool)
+    finished = np.ones((5, 1), bool)
+    return seats, phi, rewards, dones, finished
+
+
+def test_shaping_telescopes_over_a_hand():
+    """Each decision gets gamma phi(next) - phi(this) (0 after the hand), so a seat's discounted
+    sum over the hand is its discounted score minus phi of its first decision."""
+    seats, phi, rewards, dones, finished = _shaping_hand()
+    out = shaped_rewards(seats, phi, rewards, dones, finished, gamma=0.9)
+    # t0: 0.9*0.7 - 0.3; t1: 0.9*0.2 + 0.1; t2: 0.9*(-0.4) - 0.7; t3: -3 - 0.2; t4: 3 + 0.4
+    assert out[:, 0] == pytest.approx([0.33, 0.28, -1.06, -3.2, 3.4], abs=1e-6)
+    seat0 = out[0, 0] + 0.9 * out[2, 0] + 0.81 * out[4, 0]
+    seat1 = out[1, 0] + 0.9 * out[3, 0]
+    assert seat0 == pytest.approx(0.81 * 3 - 0.3, abs=1e-6)
+    assert seat1 == pytest.approx(0.9 * -3 + 0.1, abs=1e-6)
+
+
+def test_trainer_applies_shaping_before_gae():
+    """With values 0 and gamma = lambda = 1 the first decision's advantage is the whole shaped
+    return of the hand: score - phi(first)."""
+    seats, phi, rewards, dones, finished = _shaping_hand()
+    r = Rollout(5, 1)
+    r.seats[:], r.phi[:], r.rewards[:], r.dones[:], r.finished[:] = (
+        seats,
+        phi,
+        rewards,
+        dones,
+        finished,
+    )
+    r.learner[:] = True
+    adv, _, valid = rollout_advantages(r, Args(gamma=1.0, gae_lambda=1.0, shaping=0.05))
+    assert valid.all()
+    assert adv[0, 0] == pytest.approx(3 - 0.3, abs=1e-6)
+    assert adv[1, 0] == pytest.approx(-3 + 0.1, abs=1e-6)
+    unshaped, _, _ = rollout_advantages(r, Args(gamma=1.0, gae_lambda=1.0, shaping=0.0))
+    assert unshaped[0, 0] == pytest.approx(3.0)
+
+
+def _policy_batch(n: int = 64):
+    torch.manual_seed(0)
+    net = PolicyNet(16)
+    rng = np.random.default_rng(0)
+    obs = torch.from_numpy(rng.random((n, OBS_SIZE), dtype=np.float32))
+    mask = torch.ones((n, 86), dtype=torch.bool)
+    act = torch.from_numpy(rng.integers(86, size=n))
+    with torch.no_grad():
+        logits, value = net(obs, mask)
+        logp = torch.distributions.Categorical(logits=logits).log_prob(act)
+    adv = torch.tensor([1.0, -1.0] * (n // 2))
+    ret = torch.from_numpy(rng.normal(size=n).astype(np.float32))
+    return net, Batch(obs, mask, act, logp, adv, ret, value)
+
+
+def _logp(net, b: Batch) -> torch.Tensor:
+    with torch.no_grad():
+        logits, _ = net(b.obs, b.mask)
+        return torch.distributions.Categorical(logits=logits).log_prob(b.act)
+
+
+def test_one_ppo_update_moves_log_probabilities_with_the_advantage_sign(one_torch_thread):
+    net, b = _policy_batch()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    stats = ppo_update(
+        net,
+        opt,
+        b,
+        epochs=1,
+        num_minibatches=1,
+        clip_coef=0.2,
+        ent_coef=0.0,
+        vf_coef=0.0,
+        max_grad_norm=10.0,
+        rng=np.random.default_rng(0),
+    )
+    change = (_logp(net, b) - b.logp).numpy()
+    up, down = change[b.adv.numpy() > 0], change[b.adv.numpy() < 0]
+    assert up.mean() > 0 > down.mean()
+    assert (up > 0).mean() > 0.8 and (down < 0).mean() > 0.8
+    # one minibatch, ratio 1 on entry: policy loss -mean(normalised advantage) = 0, no clipping
+    assert stats["loss/policy"] == pytest.approx(0.0, abs=1e-6)
+    assert stats["loss/clipfrac"] == 0.0 and stats["loss/approx_kl"] == pytest.approx(0, abs=1e-7)
+
+
+def test_ppo_update_logs_means_over_its_minibatches(one_torch_thread):
+    net, b = _policy_batch()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    stats = ppo_update(
+        net,
+        opt,
+        b,
+        epochs=3,
+        num_minibatches=4,
+        clip_coef=0.05,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        rng=np.random.default_rng(0),
+    )
+    assert set(stats) == {
+        "loss/policy",
+        "loss/value",
+        "loss/entropy",
+        "loss/approx_kl",
+        "loss/clipfrac",
+        "loss/explained_variance",
+    }
+    assert all(np.isfinite(v) for v in stats.values())
+    assert 0 < stats["loss/clipfrac"] < 1  # later minibatches move past the tight clip
+    assert 0 < stats["loss/entropy"] <= np.log(86) + 1e-6
+    empty = Batch(*(x[:0] for x in b))
+    assert (
+        ppo_update(
+            net,
+            opt,
+            empty,
+            epochs=1,
+            num_minibatches=1,
+            clip_coef=0.2,
+            ent_coef=0,
+            vf_coef=0.5,
+            max_grad_norm=0.5,
+            rng=np.random.default_rng(0),
+        )
+        == {}
+    )
+
+
+def test_explained_variance():
+    target = np.array([1.0, 2.0, 3.0, 4.0])
+    assert explained_variance(target, target) == 1.0
+    assert explained_variance(np.zeros(4), target - target.mean()) == 0.0
+    # residuals 0.5 -0.5 0.5 -0.5: variance 0.25 of 1.25
+    assert explained_variance(target - [0.5, -0.5, 0.5, -0.5], target) == pytest.approx(0.8)
+    assert np.isnan(explained_variance(np.zeros(3), np.ones(3)))
+
+
+class _LastLegal(Agent):
+    """Takes the legal action of highest index: an easy signal (the policy head's biases alone
+    can express it), so a short fit must nearly reproduce it on games it never saw."""
+
+    def _act(self, obs, mask):
+        return mask.shape[1] - 1 - mask[:, ::-1].argmax(1)
+
+
+def test_behaviour_cloning_lowers_its_held_out_loss(one_torch_thread):
+    env = SelfPlayVecEnv(8, seed=0)
+    demos = collect_demonstrations(_LastLegal(), env, steps=50, seed=0)
+    assert demos.act.shape == (50, 8) and demos.valid.any()
+    torch.manual_seed(0)
+    fit = behaviour_clone(
+        PolicyNet(16), demos, epochs=3, vf_coef=0.5, seed=0, batch_size=32, lr=1e-2
+    )
+    assert fit["decisions"] == 50 * 7 and fit["held_out_decisions"] == 50  # game 7 held out
+    assert fit["held_out_loss_before"] > 1.0  # near-uniform over the legal actions at first
+    assert fit["held_out_loss"] < 0.25 * fit["held_out_loss_before"]
+    assert fit["held_out_accuracy"] > 0.9
+    with pytest.raises(ValueError, match="needs >= 2"):
+        behaviour_clone(
+            PolicyNet(8), demos._replace(act=demos.act[:, :1]), epochs=1, vf_coef=0.5, seed=0
+        )
+
+
+def test_a_decision_open_at_the_rollout_boundary_is_trained_in_the_next():
+    """Game 0 finished everything but its last decision, game 1 left rows 1 and 3 open: the next
+    rollout starts with rows 1-3 (step ids 11-13), marks the finished ones as trained, and a
+    hand-end transition of step 11 arriving later makes that decision valid there."""
+    old = Rollout(4, 2, first_id=10)
+    old.seats[:] = [[0, 0], [1, 1], [2, 0], [3, 1]]
+    old.values[:] = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]]
+    old.learner[:] = True
+    old.finished[:] = [[True, True], [True, False], [True, True], [False, False]]
+    new = old.next(5)
+    assert (new.carried, new.first_id, new.seats.shape) == (3, 11, (8, 2))
+    assert new.seats[:3].tolist() == [[1, 1], [2, 0], [3, 1]]
+    assert new.values[:3, 1].tolist() == pytest.approx([0.4, 0.6, 0.8])
+    assert new.trained[:3].tolist() == [[True, False], [True, True], [False, False]]
+    assert (new.finished[:3] == old.finished[1:]).all() and not new.trained[3:].any()
+    z = np.zeros(1, np.int64)
+    new.fill(Transitions(z + 1, z + 1, z + 11, np.array([2.5], np.float32), z == 0, z == 1))
+    assert new.rewards[0, 1] == 2.5 and new.dones[0, 1] and new.finished[0, 1]
+    adv, _, valid = rollout_advantages(new, Args(gamma=1.0, gae_lambda=1.0, shaping=0.0))
+    assert np.flatnonzero(valid.reshape(-1)).tolist() == [1]  # row 0, game 1 only
+    assert adv[0, 1] == pytest.approx(2.5 - 0.4)
+    done = Rollout(3, 1)
+    done.finished[:] = True
+    assert done.next(2).carried == 0  # nothing open: nothing carried
+    stale = Rollout(6, 1)
+    stale.finished[1:] = True
+    assert stale.next(4).carried == 4  # at most one rollout's length is carried

@@ -1,0 +1,255 @@
+"""The learner's maths: per-seat GAE, potential-based shaping, the PPO update, behaviour cloning.
+
+These are the functions ``training.ppo_selfplay`` calls, kept free of the rollout loop so that
+tests can run each on a hand-made batch. Rollouts are ``[T, B]`` arrays over steps and games of
+:class:`~zhuoji_env.envs.SelfPlayVecEnv`: each (game, seat) is its own trajectory, and a hand's
+settlement is credited to each seat's own last decision of the hand (the environment's
+``Transitions``, written into the arrays with ``Transitions.fill``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from agents.base import Agent
+from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.envs.vector import SelfPlayVecEnv
+from zhuoji_env.observation import OBS_SIZE
+
+
+def seat_gae(
+    seats: np.ndarray,
+    values: np.ndarray,
+    rewards: np.ndarray,
+    dones: np.ndarray,
+    finished: np.ndarray,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GAE along each (game, seat) trajectory of a ``[T, B]`` self-play rollout.
+
+    ``seats[t, i]`` is the seat that decided in game ``i`` at step ``t``, ``values`` its value
+    estimate; ``rewards``, ``dones``, ``finished`` are filled from the step transitions
+    (``Transitions.fill``). The successor of a decision is the same seat's next decision in the
+    same game. Returns ``(advantages, returns, valid)``: ``valid`` is ``finished`` (decisions
+    whose outcome is known); a finished decision whose successor is not finished bootstraps on
+    the successor's value with no further advantage terms, as at the end of any rollout.
+    """
+    seats = np.asarray(seats, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    T, B = seats.shape
+    n = int(seats.max()) + 1 if seats.size else 1
+    rows = np.arange(B)
+    next_v = np.zeros((B, n))
+    next_a = np.zeros((B, n))
+    next_ok = np.zeros((B, n), dtype=bool)
+    adv = np.zeros((T, B))
+    for t in range(T - 1, -1, -1):
+        s = seats[t]
+        f = np.asarray(finished[t], dtype=bool)
+        cont = f & ~np.asarray(dones[t], dtype=bool)
+        v_next = np.where(cont, next_v[rows, s], 0.0)
+        a_next = np.where(cont & next_ok[rows, s], next_a[rows, s], 0.0)
+        delta = rewards[t] + gamma * v_next - values[t]
+        a = np.where(f, delta + gamma * lam * a_next, 0.0)
+        adv[t] = a
+        next_v[rows, s] = values[t]
+        next_a[rows, s] = a
+        next_ok[rows, s] = f
+    valid = np.asarray(finished, dtype=bool).copy()
+    returns = np.where(valid, adv + values, 0.0)
+    return adv.astype(np.float32), returns.astype(np.float32), valid
+
+
+def shaped_rewards(seats, phi, rewards, dones, finished, gamma: float) -> np.ndarray:
+    """Add ``gamma * phi(next) - phi(this)`` to every finished decision of a ``[T, B]`` rollout.
+
+    The next state of a decision is the same seat's next decision in the game, and the
+    potential after a hand's last decision is 0, so over a seat's decisions ``k = 0..K`` of a
+    hand the discounted shaping telescopes: ``sum_k gamma^k (gamma phi_{k+1} - phi_k) =
+    -phi_0``, whatever the policy does (potential-based shaping leaves the optimal policy
+    alone)."""
+    T, B = seats.shape
+    rows = np.arange(B)
+    next_phi = np.zeros((B, int(seats.max()) + 1), dtype=np.float32)
+    out = rewards.copy()
+    for t in range(T - 1, -1, -1):
+        s = seats[t]
+        nxt = np.where(dones[t], 0.0, next_phi[rows, s])
+        out[t] = np.where(finished[t], rewards[t] + gamma * nxt - phi[t], rewards[t])
+        next_phi[rows, s] = phi[t]
+    return out
+
+
+def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
+    """``1 - Var(target - pred) / Var(target)`` (CleanRL's diagnostic; NaN when Var is 0)."""
+    var = np.var(target)
+    return float("nan") if var == 0 else float(1 - np.var(target - pred) / var)
+
+
+class Batch(NamedTuple):
+    """The learner's decisions of one rollout, flattened: tensors of length N."""
+
+    obs: torch.Tensor  # float32 [N, OBS_SIZE]
+    mask: torch.Tensor  # bool [N, 86]
+    act: torch.Tensor  # int64 [N]
+    logp: torch.Tensor  # float32 [N]: log-probability when sampled
+    adv: torch.Tensor  # float32 [N]
+    ret: torch.Tensor  # float32 [N]
+    value: torch.Tensor  # float32 [N]: value estimate when sampled
+
+
+def ppo_update(
+    net: nn.Module,
+    opt: torch.optim.Optimizer,
+    batch: Batch,
+    *,
+    epochs: int,
+    num_minibatches: int,
+    clip_coef: float,
+    ent_coef: float,
+    vf_coef: float,
+    max_grad_norm: float,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches.
+
+    Advantages are normalised per minibatch (of two or more decisions). Returns the means over
+    all minibatches of the policy loss, value loss, entropy, approximate KL and clip fraction,
+    and the explained variance of the batch's values (as CleanRL logs them); ``{}`` for an empty
+    batch."""
+    n = batch.act.numel()
+    mb = max(1, n // num_minibatches)
+    sums: dict[str, float] = {}
+    count = 0
+    for _ in range(epochs):
+        perm = torch.from_numpy(rng.permutation(n))
+        for s in range(0, n - mb + 1, mb):  # whole minibatches only
+            j = perm[s : s + mb]
+            logits, value = net(batch.obs[j], batch.mask[j])
+            dist = torch.distributions.Categorical(logits=logits)
+            logp = dist.log_prob(batch.act[j])
+            log_ratio = logp - batch.logp[j]
+            ratio = log_ratio.exp()
+            a = batch.adv[j]
+            if mb > 1:
+                a = (a - a.mean()) / (a.std() + 1e-8)
+            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+            vloss = 0.5 * ((value - batch.ret[j]) ** 2).mean()
+            ent = dist.entropy().mean()
+            loss = pg + vf_coef * vloss - ent_coef * ent
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+            opt.step()
+            with torch.no_grad():
+                step = {
+                    "loss/policy": pg.item(),
+                    "loss/value": vloss.item(),
+                    "loss/entropy": ent.item(),
+                    "loss/approx_kl": ((ratio - 1) - log_ratio).mean().item(),
+                    "loss/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
+                }
+            for k, v in step.items():
+                sums[k] = sums.get(k, 0.0) + v
+            count += 1
+    if not count:
+        return {}
+    stats = {k: v / count for k, v in sums.items()}
+    stats["loss/explained_variance"] = explained_variance(batch.value.numpy(), batch.ret.numpy())
+    return stats
+
+
+class Demonstrations(NamedTuple):
+    """An agent's self-play, ``[steps, games]``: what it saw, did, and the hand's return."""
+
+    obs: np.ndarray  # float32 [S, B, OBS_SIZE]
+    mask: np.ndarray  # bool [S, B, 86]
+    act: np.ndarray  # int64 [S, B]
+    ret: np.ndarray  # float32 [S, B]: the seat's score for the hand (0 where not valid)
+    valid: np.ndarray  # bool [S, B]: the hand ended within the recording
+
+
+def collect_demonstrations(agent: Agent, env: SelfPlayVecEnv, steps: int, seed: int):
+    """``agent`` plays every seat of ``env`` for ``steps`` steps from ``reset(seed=seed)``."""
+    B = env.num_envs
+    obs, masks, seats = env.reset(seed=seed)
+    o_buf = np.zeros((steps, B, OBS_SIZE), np.float32)
+    m_buf = np.zeros((steps, B, NUM_ACTIONS), bool)
+    a_buf = np.zeros((steps, B), np.int64)
+    rew = np.zeros((steps, B), np.float32)
+    done = np.zeros((steps, B), bool)
+    fin = np.zeros((steps, B), bool)
+    seat_buf = np.zeros((steps, B), np.int64)
+    for t in range(steps):
+        a = agent.act(obs, masks)
+        o_buf[t], m_buf[t], a_buf[t], seat_buf[t] = obs, masks, a, seats
+        obs, masks, seats, _, _, infos = env.step(a)
+        infos["transitions"].fill(rew, done, fin, start=0)
+    _, ret, valid = seat_gae(seat_buf, np.zeros_like(rew), rew, done, fin, 1.0, 1.0)
+    return Demonstrations(o_buf, m_buf, a_buf, ret, valid)
+
+
+def behaviour_clone(
+    net: nn.Module,
+    demos: Demonstrations,
+    *,
+    epochs: int,
+    vf_coef: float,
+    seed: int,
+    held_out_share: float = 0.1,
+    batch_size: int = 1024,
+    lr: float = 1e-3,
+) -> dict:
+    """Fit ``net``'s policy to ``demos`` (cross-entropy over the masked logits) and its value to
+    the hand returns, with Adam, for ``epochs`` passes.
+
+    The last ``held_out_share`` of the games (at least one; ``demos`` needs two or more) is held
+    out: the returned cross-entropy before and after the fit and the accuracy (argmax equals the
+    demonstrated action) are measured on those games, which the fit never sees."""
+    B = demos.act.shape[1]
+    if B < 2:
+        raise ValueError(f"behaviour cloning holds out whole games and needs >= 2, got {B}")
+    cut = B - max(1, round(B * held_out_share))
+
+    def flat(cols):
+        o = torch.from_numpy(demos.obs[:, cols].reshape(-1, OBS_SIZE))
+        m = torch.from_numpy(demos.mask[:, cols].reshape(-1, NUM_ACTIONS))
+        a = torch.from_numpy(demos.act[:, cols].reshape(-1))
+        r = torch.from_numpy(demos.ret[:, cols].reshape(-1))
+        v = torch.from_numpy(demos.valid[:, cols].reshape(-1))
+        return o, m, a, r, v
+
+    o, m, a, r, v = flat(slice(0, cut))
+    ho, hm, ha, _, _ = flat(slice(cut, B))
+
+    @torch.no_grad()
+    def held_out():
+        logits, _ = net(ho, hm)
+        loss = nn.functional.cross_entropy(logits, ha).item()
+        return loss, (logits.argmax(-1) == ha).float().mean().item()
+
+    before, _ = held_out()
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    for _ in range(epochs):
+        perm = torch.from_numpy(rng.permutation(a.numel()))
+        for j in perm.split(batch_size):
+            logits, value = net(o[j], m[j])
+            vl = ((value - r[j]) ** 2 * v[j]).sum() / v[j].sum().clamp(min=1)
+            loss = nn.functional.cross_entropy(logits, a[j]) + vf_coef * vl
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    after, accuracy = held_out()
+    return {
+        "decisions": int(a.numel()),
+        "held_out_decisions": int(ha.numel()),
+        "held_out_loss_before": before,
+        "held_out_loss": after,
+        "held_out_accuracy": accuracy,
+    }
