@@ -279,3 +279,38 @@ def test_global_state_adds_the_hidden_information():
     live[16:23] = 2
     np.testing.assert_array_equal(block(full[0], "live_wall"), live)
     np.testing.assert_array_equal(block(full[0], "flip"), kinds("8p"))  # wall[70] = kind 16
+
+
+def test_three_players_rotate_over_three_slots_and_leave_slot_3_empty():
+    """Seats 0-2 of the table above at a 3-player game (seat 1 to discard, dealer seat 2):
+    slots run over the three seats (slot 1 of seat 2 is seat 0) and slot 3 stays zero."""
+    st = empty_state(2, 3)
+    for s in (0, 1, 2):
+        st.hand[:, s] = counts(HANDS[s])
+        st.river_counts[:, s] = RIVER[s]
+    st.meld[:, 0, kind("8m")] = PONG_MELD
+    st.meld[:, 1, kind("2m")] = MING_KONG
+    st.meld[:, 2, kind("1s")] = PONG_MELD
+    st.baoting[:, 0] = 2
+    st.dealer[:], st.turn_seat[:], st.actor[:] = 2, 1, 1
+    st.front[:], st.back[:] = 60, 107
+    scores = np.array([[7, -3, -4], [7, -3, -4]], dtype=np.int32)
+    pong3 = rows({0: "8m", 2: "1s"})[:3]
+    want_slots = {0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]}  # absolute seat in slots 0-2
+    batched = encode(st, [0, 1, 1], [0, 1, 2], scores)
+    for seat in (0, 1, 2):
+        order = want_slots[seat]
+        for obs in (batched[seat], encode_one(st, 1, seat, scores)):
+            np.testing.assert_allclose(
+                block(obs, "scores"), [scores[0, s] / 100 for s in order] + [0], rtol=1e-6
+            )
+            assert block(obs, "dealer").tolist() == [float(s == 2) for s in order] + [0]
+            assert block(obs, "to_act").tolist() == [float(s == 1) for s in order] + [0]
+            assert block(obs, "seats_present").tolist() == [1, 1, 1, 0]
+            np.testing.assert_array_equal(block(obs, "river")[:3], RIVER[order])
+            np.testing.assert_array_equal(block(obs, "pong")[:3], pong3[order])
+            assert block(obs, "kong_counts")[:3, 2].tolist() == [float(s == 1) for s in order]
+            assert block(obs, "baoting")[:3, 1].tolist() == [float(s == 0) for s in order]
+            for name in ("pong", "kong_exposed", "kong_counts", "river", "river_recent", "baoting"):
+                assert not block(obs, name)[3].any(), name
+            assert block(obs, "wall").tolist() == [pytest.approx(48 / 108), 0]
