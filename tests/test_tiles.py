@@ -160,9 +160,16 @@ def test_from_counts_and_str():
     assert T.counts_to_str(np.zeros(27, dtype=np.int8)) == ""
 
 
-@pytest.mark.parametrize("bad", [np.zeros(26), np.zeros((2, 27)), -np.eye(27)[0]])
-def test_from_counts_bad(bad):
-    with pytest.raises(ValueError, match="expected 27 non-negative counts"):
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (np.zeros(26), r"got shape \(26,\)"),
+        (np.zeros((2, 27)), r"got shape \(2, 27\)"),
+        (-np.eye(27)[9], "got negative counts of 1p"),
+    ],
+)
+def test_from_counts_bad(bad, why):
+    with pytest.raises(ValueError, match=f"expected 27 non-negative counts, {why}"):
         T.from_counts(bad)
 
 
