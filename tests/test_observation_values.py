@@ -31,12 +31,16 @@ import pytest
 
 from zhuoji_env.engine.state import (
     AN_KONG,
+    BAOTING_DISCARD,
     BU_KONG,
     MING_KONG,
     PONG_MELD,
     RESPONSE,
+    ROB,
     TURN,
     YAOJI_CLAIMED,
+    YAOJI_IN_RIVER,
+    YAOJI_WON,
     empty_state,
 )
 from zhuoji_env.observation import (
@@ -314,3 +318,36 @@ def test_three_players_rotate_over_three_slots_and_leave_slot_3_empty():
             for name in ("pong", "kong_exposed", "kong_counts", "river", "river_recent", "baoting"):
                 assert not block(obs, name)[3].any(), name
             assert block(obs, "wall").tolist() == [pytest.approx(48 / 108), 0]
+
+
+@pytest.mark.parametrize("encoder", ["batched", "one"])
+def test_rob_window_baoting_discard_and_the_fates_of_the_first_1s(encoder):
+    """The other phases and fates on the table above: seat 3 adds 4p to a pong and seat 0 is
+    asked whether to rob it (game 1, the first 1s still in the river); seat 0 has drawn 9p and
+    must discard after declaring 报听 (game 0, the first 1s won on)."""
+    st, scores, hand_no = built_state()
+    st.phase[1], st.turn_seat[1], st.actor[1], st.tile[1] = ROB, 3, 0, kind("4p")
+    st.yaoji_fate[1], st.yaoji_claimer[1] = YAOJI_IN_RIVER, -1
+    st.phase[0] = BAOTING_DISCARD
+    st.yaoji_fate[0] = YAOJI_WON
+    for game, phase, fate in [(1, 2, 0), (0, 3, 2)]:
+        if encoder == "batched":
+            obs = encode(st, [game] * 4, SEATS, scores, hand_no, HANDS_PER_GAME)
+        else:
+            obs = np.stack(
+                [encode_one(st, game, s, scores, hand_no, HANDS_PER_GAME) for s in SEATS]
+            )
+        for seat in SEATS:
+            o, sl = obs[seat], SLOT[seat]
+            assert block(o, "phase").tolist() == onehot(4, phase).tolist()
+            assert block(o, "yaoji")[5:8].tolist() == onehot(3, fate).tolist()
+            if game == 1:  # the robbed tile and who added it; seat 0 asked
+                assert block(o, "tile").tolist() == kinds("4p").tolist()
+                assert block(o, "tile_from").tolist() == onehot(4, sl[3]).tolist()
+                assert block(o, "to_act").tolist() == onehot(4, sl[0]).tolist()
+                assert not block(o, "drawn").any()
+                assert block(o, "yaoji")[8] == 0 and not block(o, "zeren_claimer").any()
+            else:  # seat 0's own draw is shown to seat 0 only; no tile being decided on
+                assert not block(o, "tile").any() and not block(o, "tile_from").any()
+                want = kinds("9p") if seat == 0 else kinds()
+                assert block(o, "drawn").tolist() == want.tolist()
