@@ -78,6 +78,9 @@ def check_invariants(game: BatchGame) -> None:
     ["guiyang", "classic", "app", {"preset": "guiyang", "overrides": {"num_players": 3}}],
 )
 def test_invariants_over_random_games(rules):
+    """Tile conservation, hand sizes and zero-sum hands over random games; the rewards are
+    compared with the engine's own ledger, a consistency check (settlement values are checked
+    by the scenarios, the reference and the sample records)."""
     game = BatchGame(rules, 500, seed=11, auto_reset=False)
     rng = np.random.default_rng(5)
     ends = np.zeros(5, int)
@@ -110,6 +113,8 @@ def _play_records(batch: int, seed: int, games: list[int], hands: int = 2):
 
 
 def test_single_game_equals_same_game_in_batch():
+    """Consistency check (the engine against itself): a game plays the same alone or in a
+    batch of any size."""
     alone = _play_records(1, seed=3, games=[0])
     small = _play_records(8, seed=3, games=[0, 7])
     big = _play_records(256, seed=3, games=[0, 7])
@@ -133,6 +138,9 @@ def test_same_seed_same_games_and_different_seed_differs():
 
 @pytest.mark.parametrize("preset", ["guiyang", "classic", "app"])
 def test_every_recorded_game_replays_to_its_result(preset):
+    """Consistency check, not a rules check: the engine's own records, replayed by the same
+    engine, give the results it recorded (the rules are checked by the scenarios, the
+    reference and the sample records)."""
     game = BatchGame(preset, 64, seed=21, keep_records=True)
     rng = np.random.default_rng(2)
     records = []
@@ -145,6 +153,8 @@ def test_every_recorded_game_replays_to_its_result(preset):
 
 
 def test_match_carries_dealer_streak_and_scores():
+    """Consistency check: match totals are the sum of the engine's own hand rewards, and each
+    hand is dealt by the dealer and streak its own previous result named."""
     game = BatchGame("guiyang", 32, seed=4, keep_records=True, hands_per_game=4)
     rng = np.random.default_rng(0)
     per_game: dict[int, list] = {i: [] for i in range(32)}

@@ -128,6 +128,8 @@ def test_selected_agent_always_has_a_real_choice():
 
 
 def test_rewards_are_hand_settlements_and_sum_to_match_scores():
+    """Consistency check: rewards against the engine's own ledger and records replayed by the
+    same engine (settlement values are checked by the scenarios)."""
     rng = np.random.default_rng(2)
     e = zhuoji_env.env(hands_per_game=3)
     e.reset(seed=2)
@@ -298,7 +300,9 @@ def test_observation_does_not_leak_hidden_tiles(players):
 @pytest.mark.parametrize("players", [4, 3])
 def test_single_observation_path_matches_the_batched_encoder(players):
     """``observe`` encodes one seat (a scalar fast path): it equals the batched encoding, over
-    games played by the greedy agent (ready hands and their waits) and at random (kongs)."""
+    games played by the greedy agent (ready hands and their waits) and at random (kongs).
+    A consistency check: a block both encoders get wrong passes it (block values are checked
+    in test_observation_values)."""
     from agents.simple import GreedyAgent
     from zhuoji_env.observation import block, encode
 

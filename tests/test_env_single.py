@@ -74,6 +74,8 @@ def test_deterministic_with_seed():
 
 @pytest.mark.parametrize("seat", [0, 2, None])
 def test_return_is_the_learners_match_score(seat):
+    """Consistency check: the return against the engine's own hand deltas, and its records
+    replayed by the same engine (settlement values are checked by the scenarios)."""
     env = SingleAgentEnv(learner_seat=seat, hands_per_game=3)
     for seed in range(3):
         traj = play(env, seed=seed)

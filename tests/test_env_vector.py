@@ -15,6 +15,8 @@ from zhuoji_env.observation import OBS_SIZE, block, encode
 
 # --------------------------------------------------------------------------- SelfPlayVecEnv
 def test_selfplay_shapes_and_observations():
+    """Shapes, masks and zero-sum rewards; the observations are compared with the encoder's own
+    output, a consistency check (values: test_observation_values)."""
     env = SelfPlayVecEnv(8, seed=0, num_players=3)
     obs, masks, seats = env.reset(seed=0)
     assert obs.shape == (8, OBS_SIZE) and obs.dtype == np.float32

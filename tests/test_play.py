@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from agents import play
 from agents.play import parse_command
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER
 from zhuoji_env.tiles import CODES
 
 
@@ -26,10 +28,17 @@ def test_parse_command():
     assert parse_command("angang 1p", legal) == (A.ANGANG + 9, "")
     assert parse_command("hu", legal) == (A.HU, "")
     assert parse_command(str(A.HU), legal) == (A.HU, "")
-    for bad, why in [("", "enter an action"), ("6m", "not legal"), ("pong", "not legal"),
-                     ("99", "no action number"), ("x9", "unknown action"),
-                     ("discard", "needs a tile"), ("discard 0z", "bad tile code"),
-                     ("hu 5m", "takes no tile"), ("a b c", "too many")]:
+    for bad, why in [
+        ("", "enter an action"),
+        ("6m", "not legal"),
+        ("pong", "not legal"),
+        ("99", "no action number"),
+        ("x9", "unknown action"),
+        ("discard", "needs a tile"),
+        ("discard 0z", "bad tile code"),
+        ("hu 5m", "takes no tile"),
+        ("a b c", "too many"),
+    ]:
         a, msg = parse_command(bad, legal)
         assert a is None and why in msg, (bad, msg)
         if bad:
@@ -62,8 +71,81 @@ def test_a_scripted_player_finishes_a_hand(preset):
 def test_quit_and_help():
     answers = iter(["help", "quit"])
     out = []
-    assert play.main(["--seed", "1", "--seat", "0", "--opponents", "random,greedy"],
-                     lambda p: next(answers), out.append) == 0
+    assert (
+        play.main(
+            ["--seed", "1", "--seat", "0", "--opponents", "random,greedy"],
+            lambda p: next(answers),
+            out.append,
+        )
+        == 0
+    )
     text = "\n".join(out)
     assert text.count("Your options:") >= 2 and "Bye." in text
     assert "player_1 random" in text and "player_2 greedy" in text and "player_3 random" in text
+
+
+PAYMENT = re.compile(r"^  player_(\d)(?: \(you\))? -> player_(\d)(?: \(you\))?: (\d+) (\w+)$")
+SCORES = re.compile(r"player_(\d)(?: \(you\))? ([+-]\d+)")
+
+
+def test_printed_settlement_is_the_engines(monkeypatch):
+    """Two hands at seat 2: each printed ending, winners, flip, payment, hand score and running
+    total is read back from the text and compared with the engine's final state of that hand
+    (its ledger array, not the result object the printing is made from); the second hand is
+    dealt by the dealer and streak the first one named."""
+    dealt = []
+    deal = play.core.deal
+
+    def keep_deal(*args, **kwargs):
+        st = deal(*args, **kwargs)
+        dealt.append(st)
+        return st
+
+    monkeypatch.setattr(play.core, "deal", keep_deal)
+    script = itertools.cycle(["hu", "pass", *CODES])
+    again = iter(["y", "n"])
+
+    def ask(prompt):
+        return next(again) if "another" in prompt.lower() else next(script)
+
+    out = []
+    assert play.main(["--seed", "5", "--seat", "2"], ask, out.append) == 0
+    assert len(dealt) == 2
+    ends = [i for i, line in enumerate(out) if line.startswith("Hand over:")]
+    assert len(ends) == 2
+    totals = np.zeros(4, dtype=np.int64)
+    paid_any = False
+    for st, at in zip(dealt, ends, strict=True):
+        assert st.phase[0] == OVER
+        winners = np.flatnonzero(st.winners[0]).tolist()
+        head = out[at]
+        assert head.startswith(f"Hand over: {END_NAMES[st.end[0]]}, winners: ")
+        for w in winners:
+            assert f"player_{w}" in head
+        if not winners:
+            assert "winners: nobody" in head
+        flip = int(st.flip[0])
+        assert head.endswith(f", flip tile {CODES[flip]}" if flip >= 0 else ", no flip")
+        assert out[at + 1] == "Settlement (payer -> payee: amount item):"
+        printed, i = [], at + 2
+        while PAYMENT.match(out[i]):
+            payer, payee, amount, item = PAYMENT.match(out[i]).groups()
+            printed.append((int(payer), int(payee), ITEMS.index(item), int(amount)))
+            i += 1
+        led = st.ledger[0]
+        engine = [(int(p), int(q), int(k), int(led[p, q, k])) for p, q, k in np.argwhere(led)]
+        assert sorted(printed) == sorted(engine)
+        if not engine:
+            assert out[i] == "  (no payments)"
+            i += 1
+        paid_any = paid_any or bool(engine)
+        net = led.sum((0, 2)) - led.sum((1, 2))  # received - paid, per seat
+        assert out[i].startswith("This hand: ")
+        assert {int(s): int(v) for s, v in SCORES.findall(out[i])} == dict(enumerate(net))
+        totals += net
+        assert out[i + 1].startswith("Totals: ")
+        assert {int(s): int(v) for s, v in SCORES.findall(out[i + 1])} == dict(enumerate(totals))
+        assert "player_2 (you)" in out[i + 1]
+    assert paid_any
+    assert dealt[1].dealer[0] == dealt[0].next_dealer[0]
+    assert dealt[1].streak[0] == dealt[0].next_streak[0]

@@ -113,7 +113,7 @@ def test_format():
     assert T.format_tiles([26, 18, 13]) == "9s1s5p"
     assert T.format_tiles(np.array([9, 9], dtype=np.int8)) == "1p1p"
     assert T.format_tiles([]) == ""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bad tile kind 27: expected an integer 0-26"):
         T.format_tiles([27])
 
 
@@ -144,9 +144,12 @@ def test_to_counts_empty():
         np.testing.assert_array_equal(T.to_counts(src), np.zeros(27, dtype=np.int8))
 
 
-@pytest.mark.parametrize("bad", [[27], [-1], "1m1z", ["1m", "0p"]])
-def test_to_counts_bad(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    "bad, shown",
+    [([27], "kind 27"), ([-1], "kind -1"), ("1m1z", "code '1z'"), (["1m", "0p"], "code '0p'")],
+)
+def test_to_counts_bad(bad, shown):
+    with pytest.raises(ValueError, match=f"bad tile {shown}"):
         T.to_counts(bad)
 
 
@@ -157,9 +160,16 @@ def test_from_counts_and_str():
     assert T.counts_to_str(np.zeros(27, dtype=np.int8)) == ""
 
 
-@pytest.mark.parametrize("bad", [np.zeros(26), np.zeros((2, 27)), -np.eye(27)[0]])
-def test_from_counts_bad(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (np.zeros(26), r"got shape \(26,\)"),
+        (np.zeros((2, 27)), r"got shape \(2, 27\)"),
+        (-np.eye(27)[9], "got negative counts of 1p"),
+    ],
+)
+def test_from_counts_bad(bad, why):
+    with pytest.raises(ValueError, match=f"expected 27 non-negative counts, {why}"):
         T.from_counts(bad)
 
 

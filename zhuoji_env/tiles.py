@@ -87,8 +87,11 @@ def kind_counts(rows) -> np.ndarray:
 def from_counts(counts: np.ndarray) -> list[int]:
     """Sorted kinds of a 27-vector of counts."""
     counts = np.asarray(counts)
-    if counts.shape != (NUM_KINDS,) or (counts < 0).any():
+    if counts.shape != (NUM_KINDS,):
         raise ValueError(f"expected 27 non-negative counts, got shape {counts.shape}")
+    if (counts < 0).any():
+        bad = format_tiles(np.flatnonzero(counts < 0))
+        raise ValueError(f"expected 27 non-negative counts, got negative counts of {bad}")
     return [k for k in range(NUM_KINDS) for _ in range(int(counts[k]))]
 
 
