@@ -18,10 +18,12 @@ ignores them. ``agents`` (optional) labels the seats.
 from __future__ import annotations
 
 import argparse
+import base64
 import html
+import itertools
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,15 @@ from zhuoji_env.engine.state import (
     YAOJI_IN_RIVER,
     State,
 )
-from zhuoji_env.picture import ITEM_LABELS, MELD_LABELS, chicken_kinds, ledger_rows, status_lines
+from zhuoji_env.picture import (
+    ITEM_LABELS,
+    MELD_LABELS,
+    Table,
+    chicken_kinds,
+    ledger_rows,
+    result_summary,
+    status_lines,
+)
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES, NUM_KINDS
 
@@ -120,13 +130,27 @@ def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
     return {"seats": seats, "chickens": [CODES[k] for k in np.flatnonzero(chick)]}
 
 
+def iter_states(rec: Mapping[str, Any]) -> Iterator[tuple[Rules, State, int | None]]:
+    """``(rules, state, action)`` before each decision of a record (``action`` is the one
+    taken there), then the final state with ``None``. The state is one object stepped in
+    place: copy it (``state.copy()``) to keep a step. A malformed record or an illegal
+    decision raises :class:`RecordError` before anything is yielded."""
+    replay(rec)
+    rules, wall, dealer, streak, decisions = parse(rec)
+    st = core.deal(rules, wall[None], dealer, streak)
+    for _, a in decisions:
+        yield rules, st, a
+        core.step(rules, st, np.array([a]))
+    yield rules, st, None
+
+
 def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The page's data: the table before every decision and after the last, with the decision
     taken, its legal alternatives, the optional probabilities and values, and the ledger.
 
     A malformed record or an illegal decision raises :class:`RecordError` (as ``replay``)."""
     result = replay(rec)
-    rules, wall, dealer, streak, decisions = parse(rec)
+    rules, _, dealer, streak, decisions = parse(rec)
     n_dec = len(decisions)
     probs = _optional_list(rec, "probs", n_dec)
     _check_probs(probs)
@@ -134,9 +158,8 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
     labels = rec.get("agents")
     if labels is not None and (not isinstance(labels, list) or len(labels) != rules.num_players):
         raise RecordError(f"'agents' must list one label per seat ({rules.num_players})")
-    st = core.deal(rules, wall[None], dealer, streak)
     steps = []
-    for j in range(n_dec + 1):
+    for j, (_, st, a) in enumerate(iter_states(rec)):
         over = int(st.phase[0]) == OVER
         step = {
             "phase": PHASE_NAMES.get(int(st.phase[0]), "baoting discard"),
@@ -146,15 +169,10 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
             "status": status_lines(rules, st, 0, reveal=True)[1].split(" | legal:")[0],
             **_seat_view(rules, st),
         }
-        if j < n_dec:
-            seat, a = decisions[j]
+        if a is not None:
             step.update(
-                legal=core.legal_names(st, 0),
-                chosen=A.describe(a),
-                probs=probs[j],
-                value=values[j],
+                legal=core.legal_names(st, 0), chosen=A.describe(a), probs=probs[j], value=values[j]
             )
-            core.step(rules, st, np.array([a]))
         steps.append(step)
     ledger = [
         {"payer": p, "payee": q, "amount": amt, "item": it, "label": ITEM_LABELS[it]}
@@ -189,6 +207,58 @@ def write_page(rec: Mapping[str, Any], out: str | Path, title: str | None = None
     out = Path(out)
     out.write_text(page(rec, title or out.stem), encoding="utf-8")
     return out
+
+
+class Record:
+    """A game record that notebooks display as its final table and its ledger
+    (``_repr_html_``); ``table(k)`` is the table before decision ``k`` (a :class:`Table`),
+    ``save(path)`` writes the viewer page.
+
+    ``Record(rec)`` takes a record object or a path to a record file."""
+
+    def __init__(self, rec: Mapping[str, Any] | str | Path):
+        self.rec = load(rec) if isinstance(rec, (str, Path)) else dict(rec)
+        self.result = replay(self.rec)
+        self.num_decisions = len(self.rec["actions"])
+
+    def table(self, k: int | None = None, **options: Any) -> Table:
+        """The table before decision ``k`` (``None``: the end), all hands open unless
+        ``reveal=False`` and a ``viewer`` are given."""
+        last = self.num_decisions
+        k = last if k is None else k
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= last:
+            raise ValueError(f"decision index must be 0-{last} (or None for the end), got {k!r}")
+        options.setdefault("reveal", True)
+        rules, st, _ = next(itertools.islice(iter_states(self.rec), k, None))
+        return Table(rules, st, 0, **options)
+
+    def ledger_html(self) -> str:
+        """The settlement ledger as an HTML table, item by item (RULES.md 7 names)."""
+        rows = "".join(
+            f"<tr><td>{html.escape(ITEM_LABELS[it])}</td><td>P{p}</td><td>P{q}</td>"
+            f"<td>{amt}</td></tr>"
+            for p, q, amt, it in ledger_rows(self.result)
+        )
+        return (
+            "<table><tr><th>item</th><th>payer</th><th>payee</th><th>amount</th></tr>"
+            f"{rows or '<tr><td>no payments</td></tr>'}</table>"
+        )
+
+    def _repr_html_(self) -> str:
+        png = base64.b64encode(self.table()._repr_png_()).decode("ascii")
+        return (
+            f"<div><b>{html.escape(result_summary(self.result))}</b> "
+            f'({self.num_decisions} decisions)<br><img src="data:image/png;base64,{png}" '
+            f'width="640">{self.ledger_html()}</div>'
+        )
+
+    def page(self, title: str = "Zhuoji hand") -> str:
+        """The viewer page (see :func:`page`)."""
+        return page(self.rec, title)
+
+    def save(self, path: str | Path, title: str | None = None) -> Path:
+        """Write the viewer page to ``path``."""
+        return write_page(self.rec, path, title)
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -395,7 +465,7 @@ $('prev').onclick = () => show(cur - 1);
 $('next').onclick = () => show(cur + 1);
 $('last').onclick = () => show(N);
 $('slider').oninput = (e) => show(Number(e.target.value));
-$('jump').onchange = (e) => show(Number(e.target.value));
+$('jump').onchange = (e) => { show(Number(e.target.value)); e.target.blur(); };
 document.addEventListener('keydown', (e) => {
   if (e.target.tagName === 'INPUT' && e.target.type === 'number') return;
   const move = {ArrowRight: 1, ArrowLeft: -1, PageDown: 10, PageUp: -10}[e.key];
