@@ -94,9 +94,13 @@ def play_traced(
     labels: Sequence[str] | None = None,
     forced: bool = False,
 ) -> Play:
-    """Play ``deals`` deals x every seating (as the arena: deal ``d`` is game ``d`` of a
-    ``BatchGame(rules, seed=seed)``) and trace every decision where the actor had a choice
-    (``forced=True`` keeps the single-option ones too)."""
+    """Play ``deals`` deals x every seating and trace every decision where the actor had a
+    choice (``forced=True`` keeps the single-option ones too).
+
+    The games are the arena's (``run_arena(agents, deals, seed, rules, seating=seating)`` plays
+    the same hands when its deals fit one chunk): deal ``d`` is game ``d`` of a
+    ``BatchGame(rules, seed=seed)``, and the agents are reseeded as in the arena's first chunk.
+    """
     if isinstance(deals, bool) or not isinstance(deals, int) or deals < 1:
         raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
     rules = Rules.make(rules)
@@ -108,6 +112,8 @@ def play_traced(
         make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
         for i, a in enumerate(agents)
     ]
+    for i, agent in enumerate(objs):  # as the arena's first chunk: the same games result
+        agent.reseed([seed, i, 0])
     n = rules.num_players
     rotations = seatings(len(objs), n, seating)
     r = len(rotations)
