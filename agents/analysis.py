@@ -4,9 +4,11 @@
 scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
 
 - ``decisions``: one row per decision: the game, seat and agent, the situation (phase, shanten,
-  number of waits, tiles left, which claims were offered, the legal actions), the chosen
-  action, the agent's probability of it, its top choices and value estimate when it has a
-  policy (below), and the hand's outcome for that seat (score, win, how the hand ended);
+  tiles left, which claims were offered, the legal actions; ``waits``/``n_waits`` are the
+  observation's waits block: the kinds that complete a hand of 3k+1 tiles, or whose discard
+  leaves a hand of 3k+2 tiles ready), the chosen action (``least_shanten``: a discard that keeps
+  the least shanten), the agent's probability of it, its top choices and value estimate when it
+  has a policy (below), and the hand's outcome for that seat (score, win, how the hand ended);
 - ``hands``: one row per (game, seat): the agent, its score and the arena's statistics;
 - ``ledger``: one row per settlement line (payer, payee, item, amount), with both agents;
 - ``records``: every hand as a record (RULES.md 10) carrying the optional per-decision fields
@@ -215,6 +217,9 @@ def _decision_row(st, g, obs, legal, action, probs, value) -> dict[str, Any]:
         "action": action,
         "action_name": A.describe(action),
         "kind": action_kind(action),
+        "least_shanten": bool(block(obs, "best_discard")[action - A.DISCARD] > 0.5)
+        if action_kind(action) == "discard"
+        else None,
         "prob": float(probs[action]),
         "value": float(value),
     }
@@ -323,6 +328,46 @@ def agreement(play: Play, label: str, reference: str | Agent, seed: int = 0) -> 
     by = d.groupby("phase")["agree"].agg(decisions="size", agreement="mean")
     by.loc["all"] = [len(d), d["agree"].mean()]
     return by
+
+
+def discard_choice(play: Play, label: str) -> pd.DataFrame:
+    """Agent ``label``'s discards by the shanten of its hand before discarding: how many, the
+    share that keep the least shanten (the observation's ``best_discard`` block), and the mean
+    number of kinds whose discard would leave the hand ready (its choices at shanten 0)."""
+    d = play.decisions
+    d = d[(d.agent == label) & (d.kind == "discard")]
+    if d.empty:
+        raise ValueError(f"no discards of agent {label!r}: agents are {play.labels}")
+    return d.groupby("shanten").agg(
+        discards=("kind", "size"),
+        least_shanten=("least_shanten", "mean"),
+        ready_discards=("n_waits", "mean"),
+    )
+
+
+def claims(play: Play, label: str) -> pd.DataFrame:
+    """Agent ``label``'s answers to offered claims (``hu``, ``pong``, ``kong``: a claimed kong,
+    or its own concealed or added kong in its turn): how often offered and taken, and the mean
+    hand score of the seat when it took the claim and when it let it go."""
+    d = play.decisions[play.decisions.agent == label]
+    rows = []
+    for offer, col, kinds in (
+        ("hu", "can_hu", {"hu"}),
+        ("pong", "can_pong", {"pong"}),
+        ("kong", "can_kong", {"kong", "angang", "bugang"}),
+    ):
+        o = d[d[col]]
+        took = o.kind.isin(kinds)
+        rows.append(
+            {
+                "claim": offer,
+                "offered": len(o),
+                "taken_rate": took.mean() if len(o) else np.nan,
+                "score_when_taken": o.final_score[took].mean(),
+                "score_when_declined": o.final_score[~took].mean(),
+            }
+        )
+    return pd.DataFrame(rows).set_index("claim")
 
 
 def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) -> pd.DataFrame:

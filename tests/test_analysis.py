@@ -15,6 +15,8 @@ from agents.analysis import (  # noqa: E402
     behaviour,
     block_ablation,
     calibration,
+    claims,
+    discard_choice,
     item_sources,
     ledger_table,
     play_traced,
@@ -196,6 +198,24 @@ def test_charts(play):
     assert [a.get_title() for a in fig.axes[:3]] == ["hand (27,)", "river (4, 27)", "shanten (8,)"]
     with pytest.raises(ValueError, match="expected one observation"):
         plot_obs_blocks(play.obs[:2])
+
+
+def test_discard_choice_and_claims():
+    play = play_traced(["greedy", FirstLegal()], 3, seed=3, labels=["greedy", "first"])
+    greedy = discard_choice(play, "greedy")
+    assert (greedy.least_shanten == 1.0).all()  # greedy discards to the least shanten
+    d = play.decisions
+    mine = d[(d.agent == "greedy") & (d.kind == "discard")]
+    assert greedy.discards.sum() == len(mine)
+    assert list(greedy.index) == sorted(set(mine.shanten))
+    first = claims(play, "first")
+    fd = d[d.agent == "first"]
+    assert list(first.offered) == [fd.can_hu.sum(), fd.can_pong.sum(), fd.can_kong.sum()]
+    assert first.loc["pong", "taken_rate"] == 1.0  # pong (81) is its lowest-index claim
+    taken = fd[fd.kind == "pong"]
+    assert first.loc["pong", "score_when_taken"] == pytest.approx(taken.final_score.mean())
+    with pytest.raises(ValueError, match="no discards of agent 'rule'"):
+        discard_choice(play, "rule")
 
 
 def test_bad_input():
