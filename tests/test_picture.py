@@ -23,6 +23,7 @@ from zhuoji_env.picture import (
     SUIT_COLOURS,
     Table,
     chicken_kinds,
+    draw_game,
     draw_table,
     frame_size,
     ledger_rows,
@@ -53,6 +54,16 @@ def test_frame_size_is_fixed_per_table_size():
     three = BatchGame("guiyang", 1, seed=3, num_players=3)
     img = draw_table(three.rules, three.state, 0)
     assert img.shape == (552, 960, 3) and img.dtype == np.uint8
+
+
+def test_draw_game_shows_match_scores():
+    game = BatchGame("guiyang", 1, seed=7, hands_per_game=2)
+    game.scores[0] = [5, -3, 0, -2]
+    rules, st = game.rules, game.state
+    want = draw_table(rules, st, 0, scores=[5, -3, 0, -2], reveal=True)
+    assert (draw_game(game, reveal=True) == want).all()
+    assert not (draw_table(rules, st, 0, reveal=True) == want).all()
+    assert status_lines(rules, st, 0, scores=game.scores[0])[1].endswith("| match +5 -3 +0 -2")
 
 
 def test_only_the_viewer_sees_concealed_tiles_unless_revealed():

@@ -25,6 +25,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.records import deltas, result_of
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -320,6 +321,14 @@ def draw_table(
         font=_font(11),
     )
     return np.asarray(img, dtype=np.uint8)
+
+
+def draw_game(game: BatchGame, i: int = 0, **options: Any) -> np.ndarray:
+    """:func:`draw_table` of game ``i`` of a :class:`BatchGame` with its match scores and hand
+    number (the environments' ``rgb_array`` frame); ``options``: ``viewer``, ``reveal``."""
+    return draw_table(
+        game.rules, game.state, i, scores=game.scores[i], hand_no=int(game.hand_no[i]), **options
+    )
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:
