@@ -461,7 +461,7 @@ def plot_item_sources(sources: pd.DataFrame, ax=None, title: str = "points per h
     ax.axvline(0, color="black", lw=0.8)
     ax.set_xlabel("net points per hand")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2, loc="best")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return ax
 
 
