@@ -1,0 +1,507 @@
+"""Play turned into tables (pandas) and charts (matplotlib), for notebooks.
+
+:func:`play_traced` plays ``deals`` deals with every seating of the agents (the arena's duplicate
+scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
+
+- ``decisions``: one row per decision: the game, seat and agent, the situation (phase, shanten,
+  tiles left, which claims were offered, the legal actions; ``waits``/``n_waits`` are the
+  observation's waits block: the kinds that complete a hand of 3k+1 tiles, or whose discard
+  leaves a hand of 3k+2 tiles ready), the chosen action (``least_shanten``: a discard that keeps
+  the least shanten), the agent's probability of it, its top choices and value estimate when it
+  has a policy (below), and the hand's outcome for that seat (score, win, how the hand ended);
+- ``hands``: one row per (game, seat): the agent, its score and the arena's statistics;
+- ``ledger``: one row per settlement line (payer, payee, item, amount), with both agents;
+- ``records``: every hand as a record (RULES.md 10) carrying the optional per-decision fields
+  ``probs``, ``values`` and ``agents`` that the replay viewer shows (:mod:`zhuoji_env.view`).
+
+An agent **has a policy** when it offers ``policy(obs, mask) -> (probs [k, 86], value [k])``
+or holds a torch network ``net`` returning ``(masked logits, value)`` (the PPO agents); its
+value estimate is in the units it was trained on (the PPO scripts' ``reward_scale`` x score).
+Observations and masks of every decision are kept (``obs``, ``masks``) for the ablation of
+observation blocks (:func:`block_ablation`) and for asking another agent what it would have done
+(:func:`agreement`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agents.arena import deal_walls, game_stats, labels_of, seatings
+from agents.base import Agent
+from agents.registry import make_agent
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import core
+from zhuoji_env.engine.records import deltas, record_of
+from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER
+from zhuoji_env.observation import LAYOUT, OBS_SIZE, SLICES, block, encode
+from zhuoji_env.picture import ITEM_LABELS
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import CODES
+
+PHASES = ("turn", "response", "rob", "baoting_discard")
+"""Decision types, by the engine's phase codes."""
+
+
+def action_kind(a: int) -> str:
+    """``discard``, ``angang``, ``bugang``, ``pong``, ``kong``, ``hu``, ``pass`` or ``baoting``."""
+    return A.decode(a)[0]
+
+
+def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
+    """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``."""
+    if hasattr(agent, "policy"):
+        probs, value = agent.policy(obs, mask)
+        return np.asarray(probs, dtype=np.float64), np.asarray(value, dtype=np.float64)
+    net = getattr(agent, "net", None)
+    if net is None:
+        return None
+    import torch
+
+    with torch.no_grad():
+        logits, value = net(torch.from_numpy(obs), torch.from_numpy(mask))
+        probs = torch.softmax(logits, -1)
+    return probs.double().numpy(), value.double().numpy()
+
+
+@dataclass
+class Play:
+    """What :func:`play_traced` kept (module doc)."""
+
+    decisions: pd.DataFrame
+    hands: pd.DataFrame
+    ledger: pd.DataFrame
+    records: list[dict[str, Any]]
+    obs: np.ndarray  # float32 [D, OBS_SIZE]: the observation of each decision row
+    masks: np.ndarray  # bool [D, 86]
+    labels: list[str]
+    rules: Rules
+    agents: list[Agent] = field(repr=False, default_factory=list)
+
+    def agent(self, label: str) -> Agent:
+        """The agent object behind a label."""
+        return self.agents[self.labels.index(label)]
+
+
+def play_traced(
+    agents: Sequence[str | Agent],
+    deals: int,
+    seed: int = 0,
+    rules: str | dict | Rules | None = "guiyang",
+    seating: str = "rotate",
+    labels: Sequence[str] | None = None,
+    forced: bool = False,
+) -> Play:
+    """Play ``deals`` deals x every seating and trace every decision where the actor had a
+    choice (``forced=True`` keeps the single-option ones too).
+
+    The games are the arena's (``run_arena(agents, deals, seed, rules, seating=seating)`` plays
+    the same hands when its deals fit one chunk): deal ``d`` is game ``d`` of a
+    ``BatchGame(rules, seed=seed)``, and the agents are reseeded as in the arena's first chunk.
+    """
+    if isinstance(deals, bool) or not isinstance(deals, int) or deals < 1:
+        raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
+    rules = Rules.make(rules)
+    specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
+    labels = list(labels) if labels is not None else labels_of(specs)
+    if len(labels) != len(agents):
+        raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
+    objs = [
+        make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
+        for i, a in enumerate(agents)
+    ]
+    for i, agent in enumerate(objs):  # as the arena's first chunk: the same games result
+        agent.reseed([seed, i, 0])
+    n = rules.num_players
+    rotations = seatings(len(objs), n, seating)
+    r = len(rotations)
+    walls, dealers = deal_walls(seed, np.arange(deals), n)
+    walls, dealers = np.repeat(walls, r, 0), np.repeat(dealers, r)
+    deal_of = np.repeat(np.arange(deals), r)
+    rot_of = np.tile(np.arange(r), deals)
+    seat_agent = rotations[rot_of]
+    st = core.deal(rules, walls, dealers, 0)
+    g_count = len(walls)
+    rows: list[dict[str, Any]] = []
+    obs_rows, mask_rows = [], []
+    probs_rec: list[list] = [[] for _ in range(g_count)]
+    values_rec: list[list] = [[] for _ in range(g_count)]
+    actions = np.full(g_count, -1, dtype=np.int64)
+    while True:
+        live = np.flatnonzero(st.phase != OVER)
+        if not live.size:
+            break
+        mask = st.mask[live]
+        actor = st.actor[live].astype(np.int64)
+        obs = encode(st, live, actor)
+        acts = np.where(mask.sum(-1) == 1, mask.argmax(-1), -1)
+        probs = np.full((live.size, A.NUM_ACTIONS), np.nan)
+        value = np.full(live.size, np.nan)
+        ask = np.flatnonzero(acts < 0)
+        who = seat_agent[live, actor]
+        for a in np.unique(who[ask]):
+            sel = ask[who[ask] == a]
+            acts[sel] = objs[a].act(obs[sel], mask[sel])
+            out = policy_outputs(objs[a], obs[sel], mask[sel])
+            if out is not None:
+                probs[sel], value[sel] = out
+        for j, g in enumerate(live):
+            has_p = not np.isnan(value[j])
+            legal = np.flatnonzero(mask[j])
+            probs_rec[g].append(
+                {A.describe(x): round(float(probs[j, x]), 4) for x in legal} if has_p else None
+            )
+            values_rec[g].append(round(float(value[j]), 4) if has_p else None)
+            if len(legal) == 1 and not forced:
+                continue
+            rows.append(_decision_row(st, int(g), obs[j], legal, int(acts[j]), probs[j], value[j]))
+            rows[-1].update(deal=int(deal_of[g]), rotation=int(rot_of[g]), agent=labels[who[j]])
+            obs_rows.append(obs[j])
+            mask_rows.append(mask[j])
+        actions[:] = -1
+        actions[live] = acts
+        core.step(rules, st, actions)
+    decisions = pd.DataFrame(rows)
+    score = deltas(st.ledger)
+    end = [END_NAMES[e] for e in st.end]
+    if len(decisions):
+        g, s = decisions["game"].to_numpy(), decisions["seat"].to_numpy()
+        decisions["final_score"] = score[g, s]
+        decisions["won"] = st.winners[g, s]
+        decisions["hand_end"] = [end[x] for x in g]
+    records = []
+    for g in range(g_count):
+        rec = record_of(rules, st, g)
+        rec.update(
+            probs=probs_rec[g],
+            values=values_rec[g],
+            agents=[labels[a] for a in seat_agent[g]],
+        )
+        records.append(rec)
+    return Play(
+        decisions=decisions,
+        hands=_hands_table(st, seat_agent, labels, deal_of, rot_of),
+        ledger=ledger_table(records),
+        records=records,
+        obs=np.array(obs_rows, dtype=np.float32).reshape(-1, OBS_SIZE),
+        masks=np.array(mask_rows, dtype=bool).reshape(-1, A.NUM_ACTIONS),
+        labels=labels,
+        rules=rules,
+        agents=objs,
+    )
+
+
+def _decision_row(st, g, obs, legal, action, probs, value) -> dict[str, Any]:
+    """The situation and choice of one decision (module doc)."""
+    offered = {action_kind(x) for x in legal}
+    waits = np.flatnonzero(block(obs, "waits") > 0.5)
+    row = {
+        "game": g,
+        "step": int(st.rec_len[g]),
+        "seat": int(st.actor[g]),
+        "phase": PHASES[int(st.phase[g])],
+        "shanten": int(block(obs, "shanten").argmax()) - 1,
+        "n_waits": int(waits.size),
+        "waits": " ".join(CODES[k] for k in waits),
+        "tiles_left": int(round(float(block(obs, "wall")[0]) * 108)),
+        "tile": CODES[int(st.tile[g])] if st.tile[g] >= 0 else None,
+        "can_hu": "hu" in offered,
+        "can_pong": "pong" in offered,
+        "can_kong": bool(offered & {"kong", "angang", "bugang"}),
+        "n_legal": int(legal.size),
+        "legal": ", ".join(A.describe(x) for x in legal),
+        "action": action,
+        "action_name": A.describe(action),
+        "kind": action_kind(action),
+        "least_shanten": bool(block(obs, "best_discard")[action - A.DISCARD] > 0.5)
+        if action_kind(action) == "discard"
+        else None,
+        "prob": float(probs[action]),
+        "value": float(value),
+    }
+    if not np.isnan(value):
+        top = np.argsort(-probs[legal], kind="stable")[:3]
+        row["top"] = ", ".join(f"{A.describe(legal[t])} {probs[legal[t]]:.2f}" for t in top)
+    else:
+        row["top"] = None
+    return row
+
+
+def _hands_table(st, seat_agent, labels, deal_of, rot_of) -> pd.DataFrame:
+    stats = game_stats(st)
+    g_count, n = seat_agent.shape
+    g = np.repeat(np.arange(g_count), n)
+    s = np.tile(np.arange(n), g_count)
+    table = {
+        "game": g,
+        "deal": deal_of[g],
+        "rotation": rot_of[g],
+        "seat": s,
+        "agent": [labels[a] for a in seat_agent[g, s]],
+        "end": [END_NAMES[e] for e in st.end[g]],
+    }
+    for name, value in stats.items():
+        if name != "hands":
+            table[name] = value.reshape(-1)
+    return pd.DataFrame(table)
+
+
+def ledger_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per settlement line of each record's ``result``: ``game`` (its index in
+    ``records``), ``payer``, ``payee``, ``item``, ``label`` (RULES.md 7 name), ``amount``, and
+    with the records' ``agents`` field, ``payer_agent`` and ``payee_agent``."""
+    rows = []
+    for g, rec in enumerate(records):
+        if "result" not in rec:
+            raise ValueError(f"record {g} has no result: the hand is not over")
+        agents = rec.get("agents")
+        for payer, payee, amount, item in rec["result"]["ledger"]:
+            row = {
+                "game": g,
+                "payer": int(payer),
+                "payee": int(payee),
+                "item": item,
+                "label": ITEM_LABELS[item],
+                "amount": int(amount),
+            }
+            if agents is not None:
+                row.update(payer_agent=agents[payer], payee_agent=agents[payee])
+            rows.append(row)
+    cols = ["game", "payer", "payee", "item", "label", "amount", "payer_agent", "payee_agent"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df if any(r.get("agents") for r in records) else df.drop(columns=cols[-2:])
+
+
+def item_sources(play: Play) -> pd.DataFrame:
+    """Net points per hand of each agent by ledger item (received minus paid, over its
+    seat-hands): where each agent's points come from. Rows: agents; columns: items (in
+    RULES.md 7 order) and ``total``, which equals the agent's mean score per hand."""
+    led = play.ledger
+    hands = play.hands.groupby("agent").size()
+    got = led.groupby(["payee_agent", "item"])["amount"].sum().rename_axis(["agent", "item"])
+    paid = led.groupby(["payer_agent", "item"])["amount"].sum().rename_axis(["agent", "item"])
+    net = got.sub(paid, fill_value=0).unstack(fill_value=0)
+    net = net.reindex(index=play.labels, columns=[i for i in ITEMS if i in net.columns])
+    net = net.fillna(0).div(hands.reindex(play.labels), axis=0)
+    net["total"] = net.sum(axis=1)
+    return net
+
+
+def behaviour(play: Play) -> pd.DataFrame:
+    """Per agent: hands, mean score, win, self-draw and deal-in rates, kongs, chickens and
+    报听 per hand, and the average value of its wins (``hu`` receipts per win)."""
+    h = play.hands
+    out = h.groupby("agent").agg(
+        hands=("score", "size"),
+        mean_score=("score", "mean"),
+        win_rate=("wins", "mean"),
+        self_draw_rate=("self_draws", "mean"),
+        deal_in_rate=("deal_ins", "mean"),
+        kongs_per_hand=("kongs", "mean"),
+        chickens_per_hand=("chickens", "mean"),
+        baoting_rate=("baoting", "mean"),
+        hu_total=("hu_value", "sum"),
+        wins=("wins", "sum"),
+    )
+    out["win_value"] = out["hu_total"] / out["wins"].clip(lower=1)
+    return out.drop(columns=["hu_total", "wins"]).reindex(play.labels)
+
+
+def agreement(play: Play, label: str, reference: str | Agent, seed: int = 0) -> pd.DataFrame:
+    """How often agent ``label``'s decisions equal what ``reference`` (a spec or an agent)
+    would choose in the same observations, by decision type (phase) and overall."""
+    ref = (
+        make_agent(reference, seed=seed, rules=play.rules)
+        if isinstance(reference, str)
+        else (reference)
+    )
+    sel = np.flatnonzero(play.decisions["agent"].to_numpy() == label)
+    if not sel.size:
+        raise ValueError(f"no decisions of agent {label!r}: agents are {play.labels}")
+    d = play.decisions.iloc[sel].copy()
+    d["reference"] = ref.act(play.obs[sel], play.masks[sel])
+    d["agree"] = d["reference"].to_numpy() == d["action"].to_numpy()
+    by = d.groupby("phase")["agree"].agg(decisions="size", agreement="mean")
+    by.loc["all"] = [len(d), d["agree"].mean()]
+    return by
+
+
+def discard_choice(play: Play, label: str) -> pd.DataFrame:
+    """Agent ``label``'s discards by the shanten of its hand before discarding: how many, the
+    share that keep the least shanten (the observation's ``best_discard`` block), and the mean
+    number of kinds whose discard would leave the hand ready (its choices at shanten 0)."""
+    d = play.decisions
+    d = d[(d.agent == label) & (d.kind == "discard")]
+    if d.empty:
+        raise ValueError(f"no discards of agent {label!r}: agents are {play.labels}")
+    return d.groupby("shanten").agg(
+        discards=("kind", "size"),
+        least_shanten=("least_shanten", "mean"),
+        ready_discards=("n_waits", "mean"),
+    )
+
+
+def claims(play: Play, label: str) -> pd.DataFrame:
+    """Agent ``label``'s answers to offered claims (``hu``, ``pong``, ``kong``: a claimed kong,
+    or its own concealed or added kong in its turn): how often offered and taken, and the mean
+    hand score of the seat when it took the claim and when it let it go."""
+    d = play.decisions[play.decisions.agent == label]
+    rows = []
+    for offer, col, kinds in (
+        ("hu", "can_hu", {"hu"}),
+        ("pong", "can_pong", {"pong"}),
+        ("kong", "can_kong", {"kong", "angang", "bugang"}),
+    ):
+        o = d[d[col]]
+        took = o.kind.isin(kinds)
+        rows.append(
+            {
+                "claim": offer,
+                "offered": len(o),
+                "taken_rate": took.mean() if len(o) else np.nan,
+                "score_when_taken": o.final_score[took].mean(),
+                "score_when_declined": o.final_score[~took].mean(),
+            }
+        )
+    return pd.DataFrame(rows).set_index("claim")
+
+
+def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) -> pd.DataFrame:
+    """Which observation blocks matter to a policy: each block zeroed in turn over agent
+    ``label``'s decisions, the share of decisions whose most likely action changes and the mean
+    total-variation distance between the policies, sorted by that distance."""
+    agent = play.agent(label)
+    sel = np.flatnonzero(play.decisions["agent"].to_numpy() == label)
+    obs, mask = play.obs[sel], play.masks[sel]
+    base = policy_outputs(agent, obs, mask)
+    if base is None:
+        raise ValueError(f"agent {label!r} has no policy to ablate (module doc)")
+    p0 = base[0]
+    names = [name for name, _ in LAYOUT] if blocks is None else list(blocks)
+    rows = []
+    for name in names:
+        if name not in SLICES:
+            raise ValueError(f"unknown observation block {name!r}: allowed {list(SLICES)}")
+        o = obs.copy()
+        o[:, SLICES[name]] = 0
+        p = policy_outputs(agent, o, mask)[0]
+        rows.append(
+            {
+                "block": name,
+                "argmax_changed": float((p.argmax(-1) != p0.argmax(-1)).mean()),
+                "tv_distance": float(0.5 * np.abs(p - p0).sum(-1).mean()),
+            }
+        )
+    return pd.DataFrame(rows).sort_values("tv_distance", ascending=False, ignore_index=True)
+
+
+def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> pd.DataFrame:
+    """Value estimate (divided by ``scale``, e.g. the training ``reward_scale``) against the
+    realised hand score, in quantile bins of the estimate: mean estimate, mean score, count."""
+    d = decisions.dropna(subset=["value"])
+    if d.empty:
+        raise ValueError("no decisions with a value estimate (an agent with a policy is needed)")
+    est = d["value"] / scale
+    q = pd.qcut(est, q=min(bins, est.nunique()), duplicates="drop")
+    return (
+        pd.DataFrame({"estimate": est, "score": d["final_score"], "bin": q})
+        .groupby("bin", observed=True)
+        .agg(estimate=("estimate", "mean"), score=("score", "mean"), decisions=("score", "size"))
+        .reset_index(drop=True)
+    )
+
+
+# --------------------------------------------------------------------------- charts
+def _axes(ax, size=(6, 3.5)):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=size)[1]
+
+
+def plot_scores(summary: dict[str, Any], ax=None, title: str | None = None):
+    """Mean score per hand of each agent with its 95% interval, from an arena summary
+    (``ArenaResult.summary()``)."""
+    ax = _axes(ax)
+    agents = summary["agents"]
+    names = list(agents)
+    means = np.array([agents[a]["mean"] for a in names])
+    lo = means - np.array([agents[a]["ci95"][0] for a in names])
+    hi = np.array([agents[a]["ci95"][1] for a in names]) - means
+    ax.bar(names, means, yerr=[lo, hi], capsize=5, color="#4a7fc0")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_ylabel("mean score per hand")
+    ax.set_title(title or f"{summary['preset']}: {summary['deals']} deals, 95% intervals")
+    return ax
+
+
+def plot_item_sources(sources: pd.DataFrame, ax=None, title: str = "points per hand by item"):
+    """Horizontal stacked bars of :func:`item_sources`: gains right of zero, losses left."""
+    import matplotlib
+
+    ax = _axes(ax, (7, 0.6 + 0.5 * len(sources)))
+    items = [c for c in sources.columns if c != "total"]
+    colours = dict(zip(ITEMS, matplotlib.colormaps["tab20"].colors, strict=False))
+    pos = np.zeros(len(sources))
+    neg = np.zeros(len(sources))
+    y = np.arange(len(sources))
+    for item in items:
+        v = sources[item].to_numpy()
+        left = np.where(v >= 0, pos, neg)
+        ax.barh(y, v, left=left, color=colours[item], label=item)
+        pos += np.clip(v, 0, None)
+        neg += np.clip(v, None, 0)
+    ax.scatter(sources["total"], y, color="black", zorder=3, label="total")
+    ax.set_yticks(y, sources.index)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("net points per hand")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return ax
+
+
+def plot_calibration(table: pd.DataFrame, ax=None):
+    """Mean realised score against mean value estimate per bin (:func:`calibration`)."""
+    ax = _axes(ax, (4.5, 4))
+    ax.plot(table["estimate"], table["score"], "o-", label="policy")
+    lim = [
+        min(table["estimate"].min(), table["score"].min()),
+        max(table["estimate"].max(), table["score"].max()),
+    ]
+    ax.plot(lim, lim, "--", color="grey", label="perfect")
+    ax.set_xlabel("value estimate (score units)")
+    ax.set_ylabel("realised hand score")
+    ax.legend()
+    return ax
+
+
+def plot_obs_blocks(obs: np.ndarray, names: Sequence[str] | None = None, cols: int = 4):
+    """One observation's blocks drawn as labelled images (tile axes labelled 1m..9s where a
+    block has 27 columns); returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    obs = np.asarray(obs, dtype=np.float32)
+    if obs.shape != (OBS_SIZE,):
+        raise ValueError(f"expected one observation of shape ({OBS_SIZE},), got {obs.shape}")
+    names = [name for name, _ in LAYOUT] if names is None else list(names)
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 1.3 * rows + 0.5), squeeze=False)
+    for ax, name in zip(axes.ravel(), names, strict=False):
+        b = block(obs, name)
+        img = b.reshape(-1, b.shape[-1]) if b.ndim > 1 else b[None]
+        ax.imshow(img, aspect="auto", cmap="viridis", vmin=0, vmax=max(1.0, float(img.max())))
+        ax.set_title(f"{name} {tuple(b.shape)}", fontsize=8)
+        ax.set_yticks([])
+        if img.shape[1] == 27:
+            ax.set_xticks(range(0, 27, 3), [CODES[k] for k in range(0, 27, 3)], fontsize=6)
+        else:
+            ax.set_xticks([])
+    for ax in axes.ravel()[len(names) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,225 @@
+"""Analysis tables and charts (agents.analysis)."""
+
+from collections import Counter
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from agents.analysis import (  # noqa: E402
+    agreement,
+    behaviour,
+    block_ablation,
+    calibration,
+    claims,
+    discard_choice,
+    item_sources,
+    ledger_table,
+    play_traced,
+    plot_calibration,
+    plot_item_sources,
+    plot_obs_blocks,
+    plot_scores,
+)
+from agents.arena import run_arena  # noqa: E402
+from agents.base import Agent  # noqa: E402
+from zhuoji_env.engine import actions as A  # noqa: E402
+from zhuoji_env.engine.records import load, replay  # noqa: E402
+from zhuoji_env.observation import SLICES, block  # noqa: E402
+
+RECORDS = Path(__file__).parent / "data" / "records"
+
+
+class FirstLegal(Agent):
+    """Takes the legal action of lowest index (deterministic)."""
+
+    name = "first"
+
+    def _act(self, obs, mask):
+        return mask.argmax(-1)
+
+
+class LastLegal(Agent):
+    name = "last"
+
+    def _act(self, obs, mask):
+        return A.NUM_ACTIONS - 1 - mask[:, ::-1].argmax(-1)
+
+
+class HandPolicy(Agent):
+    """A policy that reads only the hand block: weight 1 + (copies held of the kind) on each
+    legal discard, 1 on other legal actions; it takes the most likely action; value 0.5."""
+
+    name = "hand"
+
+    def policy(self, obs, mask):
+        w = np.ones(mask.shape)
+        w[:, : A.ANGANG] += block(obs, "hand")
+        w = w * mask
+        return w / w.sum(-1, keepdims=True), np.full(len(obs), 0.5)
+
+    def _act(self, obs, mask):
+        return self.policy(obs, mask)[0].argmax(-1)
+
+
+@pytest.fixture(scope="module")
+def play():
+    return play_traced(["random", "greedy", "rule"], 2, seed=1)
+
+
+def test_ledger_table_of_the_sample_records():
+    recs = [load(p) for p in sorted(RECORDS.glob("guiyang-*.json"))]
+    df = ledger_table(recs)
+    assert list(df.columns) == ["game", "payer", "payee", "item", "label", "amount"]
+    for g, rec in enumerate(recs):
+        got = Counter()
+        for row in df[df.game == g].itertuples():
+            got[(row.payer, row.payee, row.item)] += row.amount
+        want = Counter()
+        for p, q, amt, item in rec["result"]["ledger"]:
+            want[(p, q, item)] += amt
+        assert got == want
+    assert set(df.label[df.item == "chajiao"]) == {"cha jiao: unready pays ready at a draw (7.5)"}
+    with pytest.raises(ValueError, match="record 0 has no result"):
+        ledger_table([{"actions": []}])
+
+
+def test_traced_play_is_the_arena_s_play(play):
+    arena = run_arena(
+        ["random", "greedy", "rule"],
+        2,
+        seed=1,
+        seating="rotate",
+        progress=False,
+        keep_games=True,
+    )
+    scores = np.asarray(arena.games["scores"])  # [games, seats]
+    h = play.hands.sort_values(["game", "seat"])
+    assert (h.score.to_numpy().reshape(scores.shape) == scores).all()
+    assert len(play.records) == 2 * 4 == len(h) // 4
+    assert (h.groupby("game").score.sum() == 0).all()
+
+
+def test_records_replay_and_carry_aligned_fields(play):
+    for rec in play.records:
+        assert replay(rec) == rec["result"]
+        assert len(rec["probs"]) == len(rec["values"]) == len(rec["actions"])
+        assert rec["probs"] == [None] * len(rec["actions"])  # no agent here has a policy
+        assert sorted(set(rec["agents"])) == ["greedy", "random", "rule"]
+
+
+def test_decision_rows(play):
+    d = play.decisions
+    assert len(d) == len(play.obs) == len(play.masks)
+    assert (d.n_legal > 1).all()
+    assert (d.n_legal.to_numpy() == play.masks.sum(-1)).all()
+    assert (play.masks[np.arange(len(d)), d.action.to_numpy()]).all()
+    assert set(d.phase) <= {"turn", "response", "rob", "baoting_discard"}
+    assert d.prob.isna().all() and d.value.isna().all() and d.top.isna().all()
+    for row in d.sample(20, random_state=0).itertuples():
+        rec = play.records[row.game]
+        seat, *act = rec["actions"][row.step]
+        assert seat == row.seat and " ".join(map(str, act)) == row.action_name
+        assert rec["result"]["deltas"][row.seat] == row.final_score
+        assert rec["agents"][row.seat] == row.agent
+        assert (row.seat in rec["result"]["winners"]) == row.won
+    # every decision of every hand is in the trace with forced=True
+    full = play_traced(["random", "greedy", "rule"], 2, seed=1, forced=True)
+    assert len(full.decisions) == sum(len(r["actions"]) for r in full.records)
+    pd.testing.assert_frame_equal(
+        full.decisions[full.decisions.n_legal > 1].reset_index(drop=True), d
+    )
+
+
+def test_item_sources_add_up_to_mean_scores(play):
+    src = item_sources(play)
+    beh = behaviour(play)
+    assert list(src.index) == list(beh.index) == ["random", "greedy", "rule"]
+    assert np.allclose(src["total"], beh["mean_score"])
+    assert list(beh.hands) == [16, 8, 8]  # random holds two seats of four
+    h = play.hands
+    assert beh.loc["rule", "win_rate"] == h[h.agent == "rule"].wins.mean()
+
+
+def test_agreement_by_decision_type():
+    play = play_traced([FirstLegal(), "random"], 2, seed=4, labels=["first", "random"])
+    same = agreement(play, "first", FirstLegal())
+    assert (same.agreement == 1.0).all()
+    n_first = int((play.decisions.agent == "first").sum())
+    assert same.loc["all", "decisions"] == n_first
+    assert same.decisions.drop("all").sum() == n_first
+    assert (agreement(play, "first", LastLegal()).agreement == 0.0).all()
+    with pytest.raises(ValueError, match="no decisions of agent 'ppo'"):
+        agreement(play, "ppo", "rule")
+
+
+def test_policy_fields_ablation_and_calibration():
+    play = play_traced([HandPolicy(), "greedy"], 2, seed=2, labels=["hand", "greedy"])
+    d = play.decisions
+    mine = d[d.agent == "hand"]
+    assert (mine.value == 0.5).all() and d[d.agent == "greedy"].value.isna().all()
+    # a discard weighs 1 + the copies held, any other action 1
+    row = mine.iloc[0]
+    legal = row.legal.split(", ")
+    hand = block(play.obs[mine.index[0]], "hand")
+    weights = [1 + hand[A.encode(*x.split())] if x.startswith("discard") else 1 for x in legal]
+    assert row.prob == pytest.approx(max(weights) / sum(weights))
+    assert row.top.startswith(f"{row.action_name} {max(weights) / sum(weights):.2f}")
+    probs = play.records[int(row.game)]["probs"][int(row.step)]
+    assert list(probs) == legal and sum(probs.values()) == pytest.approx(1, abs=1e-3)
+    assert probs[row.action_name] == pytest.approx(row.prob, abs=1e-4)
+    abl = block_ablation(play, "hand")
+    assert list(abl.block[:1]) == ["hand"] and abl.tv_distance[0] > 0
+    assert (abl.tv_distance[1:] == 0).all() and len(abl) == len(SLICES)
+    with pytest.raises(ValueError, match="unknown observation block 'hands'"):
+        block_ablation(play, "hand", ["hands"])
+    with pytest.raises(ValueError, match="agent 'greedy' has no policy"):
+        block_ablation(play, "greedy")
+    cal = calibration(mine, scale=0.1)
+    assert len(cal) == 1 and cal.estimate[0] == pytest.approx(5.0)
+    assert cal.score[0] == pytest.approx(mine.final_score.mean())
+    with pytest.raises(ValueError, match="no decisions with a value estimate"):
+        calibration(d[d.agent == "greedy"])
+
+
+def test_charts(play):
+    arena = run_arena(["random", "rule"], 4, seed=0, seating="rotate", progress=False)
+    ax = plot_scores(arena.summary())
+    assert len(ax.patches) == 2
+    ax = plot_item_sources(item_sources(play))
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["random", "greedy", "rule"]
+    cal = pd.DataFrame({"estimate": [-1.0, 2.0], "score": [-2.0, 3.0]})
+    assert len(plot_calibration(cal).lines) == 2
+    fig = plot_obs_blocks(play.obs[0], ["hand", "river", "shanten"], cols=2)
+    assert [a.get_title() for a in fig.axes[:3]] == ["hand (27,)", "river (4, 27)", "shanten (8,)"]
+    with pytest.raises(ValueError, match="expected one observation"):
+        plot_obs_blocks(play.obs[:2])
+
+
+def test_discard_choice_and_claims():
+    play = play_traced(["greedy", FirstLegal()], 3, seed=3, labels=["greedy", "first"])
+    greedy = discard_choice(play, "greedy")
+    assert (greedy.least_shanten == 1.0).all()  # greedy discards to the least shanten
+    d = play.decisions
+    mine = d[(d.agent == "greedy") & (d.kind == "discard")]
+    assert greedy.discards.sum() == len(mine)
+    assert list(greedy.index) == sorted(set(mine.shanten))
+    first = claims(play, "first")
+    fd = d[d.agent == "first"]
+    assert list(first.offered) == [fd.can_hu.sum(), fd.can_pong.sum(), fd.can_kong.sum()]
+    assert first.loc["pong", "taken_rate"] == 1.0  # pong (81) is its lowest-index claim
+    taken = fd[fd.kind == "pong"]
+    assert first.loc["pong", "score_when_taken"] == pytest.approx(taken.final_score.mean())
+    with pytest.raises(ValueError, match="no discards of agent 'rule'"):
+        discard_choice(play, "rule")
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="deals must be an integer >= 1"):
+        play_traced(["random"], 0)
+    with pytest.raises(ValueError, match="2 labels for 1 agents"):
+        play_traced(["random"], 1, labels=["a", "b"])

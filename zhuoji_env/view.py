@@ -1,0 +1,497 @@
+"""A replay viewer in the browser: ``python -m zhuoji_env.view RECORD.json [--out hand.html]``.
+
+Writes one self-contained HTML page (inline CSS, script and data; nothing fetched at view time)
+that steps through a recorded hand (RULES.md 10) with every hand open: buttons and keys
+(Left/Right one decision, PageUp/PageDown ten, Home/End, or type a decision number) move
+through the decisions; each step shows the table, the seat to act, its legal alternatives and
+the one it chose; the last step shows the settlement ledger item by item with the names of
+RULES.md 7. Only ASCII is drawn (tiles as ``5m``, ``9p``, ``1s``), so a browser without CJK
+fonts shows everything.
+
+A record may carry two optional per-decision fields, aligned with ``actions``, that the analysis
+tools write (``agents.analysis``): ``probs``, each ``null`` or an object from action text
+(``"discard 5m"``, ``"pong"``) to the deciding agent's probability, and ``values``, each
+``null`` or the agent's value estimate. The page shows them beside the alternatives; replay
+ignores them. ``agents`` (optional) labels the seats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import itertools
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine import core
+from zhuoji_env.engine.records import RecordError, load, parse, replay
+from zhuoji_env.engine.state import (
+    AN_KONG,
+    OVER,
+    RESPONSE,
+    ROB,
+    TURN,
+    YAOJI_IN_RIVER,
+    State,
+)
+from zhuoji_env.picture import (
+    ITEM_LABELS,
+    MELD_LABELS,
+    Table,
+    chicken_kinds,
+    ledger_rows,
+    result_summary,
+    status_lines,
+)
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import CODES, NUM_KINDS
+
+PHASE_NAMES = {TURN: "turn", RESPONSE: "response", ROB: "rob", OVER: "over"}
+
+
+def _optional_list(rec: Mapping[str, Any], key: str, n: int) -> list:
+    raw = rec.get(key)
+    if raw is None:
+        return [None] * n
+    if not isinstance(raw, list) or len(raw) != n:
+        raise RecordError(
+            f"{key!r} must be a list with one entry per action ({n}), got "
+            f"{len(raw) if isinstance(raw, list) else type(raw).__name__}"
+        )
+    return raw
+
+
+def _check_probs(probs: list) -> None:
+    for j, p in enumerate(probs):
+        if p is None:
+            continue
+        if not isinstance(p, Mapping) or not all(
+            isinstance(v, (int, float)) and 0 <= v <= 1 for v in p.values()
+        ):
+            raise RecordError(
+                f"probs[{j}]: expected null or an object from action text to a probability "
+                f"in [0, 1], got {p!r}"
+            )
+
+
+def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
+    """Every seat's hand, melds and river of game 0 (all open)."""
+    n = st.num_players
+    chick = chicken_kinds(rules, int(st.flip[0]))
+    turn = int(st.phase[0]) == TURN
+    seats = []
+    for s in range(n):
+        counts = st.hand[0, s].astype(np.int64).copy()
+        drawn = int(st.drawn[0]) if turn and s == int(st.turn_seat[0]) else -1
+        if drawn >= 0 and counts[drawn] > 0:
+            counts[drawn] -= 1
+        melds = []
+        for k in np.flatnonzero(st.meld[0, s]):
+            mtype = int(st.meld[0, s, k])
+            src = int(st.meld_from[0, s, k])
+            melds.append(
+                {
+                    "type": MELD_LABELS[mtype],
+                    "tile": CODES[k],
+                    "size": 3 if mtype == 1 else 4,
+                    "from": src if mtype != AN_KONG and src >= 0 else None,
+                    "late": bool(st.meld_late[0, s, k]),
+                }
+            )
+        cf = int(st.yaoji_seat[0]) == s and int(st.yaoji_fate[0]) == YAOJI_IN_RIVER
+        rl = int(st.river_len[0, s])
+        current = int(st.phase[0]) == RESPONSE and s == int(st.turn_seat[0])
+        river = [
+            {
+                "t": CODES[int(st.river[0, s, j])],
+                "taken": bool(st.river_taken[0, s, j]),
+                "cf": cf and j == int(st.yaoji_pos[0]),
+                "current": current and j == rl - 1,
+            }
+            for j in range(rl)
+        ]
+        seats.append(
+            {
+                "hand": [CODES[k] for k in np.repeat(np.arange(NUM_KINDS), counts)],
+                "drawn": CODES[drawn] if drawn >= 0 else None,
+                "melds": melds,
+                "river": river,
+                "baoting": ["", "hard", "soft"][int(st.baoting[0, s])],
+                "winner": bool(st.winners[0, s]),
+            }
+        )
+    return {"seats": seats, "chickens": [CODES[k] for k in np.flatnonzero(chick)]}
+
+
+def iter_states(rec: Mapping[str, Any]) -> Iterator[tuple[Rules, State, int | None]]:
+    """``(rules, state, action)`` before each decision of a record (``action`` is the one
+    taken there), then the final state with ``None``. The state is one object stepped in
+    place: copy it (``state.copy()``) to keep a step. A malformed record or an illegal
+    decision raises :class:`RecordError` before anything is yielded."""
+    replay(rec)
+    rules, wall, dealer, streak, decisions = parse(rec)
+    st = core.deal(rules, wall[None], dealer, streak)
+    for _, a in decisions:
+        yield rules, st, a
+        core.step(rules, st, np.array([a]))
+    yield rules, st, None
+
+
+def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's data: the table before every decision and after the last, with the decision
+    taken, its legal alternatives, the optional probabilities and values, and the ledger.
+
+    A malformed record or an illegal decision raises :class:`RecordError` (as ``replay``)."""
+    result = replay(rec)
+    rules, _, dealer, streak, decisions = parse(rec)
+    n_dec = len(decisions)
+    probs = _optional_list(rec, "probs", n_dec)
+    _check_probs(probs)
+    values = _optional_list(rec, "values", n_dec)
+    labels = rec.get("agents")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != rules.num_players):
+        raise RecordError(f"'agents' must list one label per seat ({rules.num_players})")
+    steps = []
+    for j, (_, st, a) in enumerate(iter_states(rec)):
+        over = int(st.phase[0]) == OVER
+        step = {
+            "phase": PHASE_NAMES.get(int(st.phase[0]), "baoting discard"),
+            "actor": None if over else int(st.actor[0]),
+            "tile": CODES[int(st.tile[0])] if int(st.tile[0]) >= 0 and not over else None,
+            "wall_left": max(int(st.back[0]) - int(st.front[0]) + 1, 0),
+            "status": status_lines(rules, st, 0, reveal=True)[1].split(" | legal:")[0],
+            **_seat_view(rules, st),
+        }
+        if a is not None:
+            step.update(
+                legal=core.legal_names(st, 0), chosen=A.describe(a), probs=probs[j], value=values[j]
+            )
+        steps.append(step)
+    ledger = [
+        {"payer": p, "payee": q, "amount": amt, "item": it, "label": ITEM_LABELS[it]}
+        for p, q, amt, it in ledger_rows(result)
+    ]
+    return {
+        "preset": rules.preset,
+        "num_players": rules.num_players,
+        "dealer": dealer,
+        "streak": streak,
+        "agents": labels or [f"P{s}" for s in range(rules.num_players)],
+        "steps": steps,
+        "result": result,
+        "ledger": ledger,
+    }
+
+
+def page(rec: Mapping[str, Any], title: str = "Zhuoji hand") -> str:
+    """The viewer page of a record, as one HTML string."""
+    data = json.dumps(replay_steps(rec), separators=(",", ":"))
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (
+        _TEMPLATE.replace("__TITLE__", html.escape(title))
+        .replace("__CSS__", _CSS)
+        .replace("__SCRIPT__", _SCRIPT)
+        .replace("__DATA__", data)
+    )
+
+
+def write_page(rec: Mapping[str, Any], out: str | Path, title: str | None = None) -> Path:
+    """Write the viewer page of ``rec`` to ``out``; returns the path."""
+    out = Path(out)
+    out.write_text(page(rec, title or out.stem), encoding="utf-8")
+    return out
+
+
+class Record:
+    """A game record that notebooks display as its final table and its ledger
+    (``_repr_html_``); ``table(k)`` is the table before decision ``k`` (a :class:`Table`),
+    ``save(path)`` writes the viewer page.
+
+    ``Record(rec)`` takes a record object or a path to a record file."""
+
+    def __init__(self, rec: Mapping[str, Any] | str | Path):
+        self.rec = load(rec) if isinstance(rec, (str, Path)) else dict(rec)
+        self.result = replay(self.rec)
+        self.num_decisions = len(self.rec["actions"])
+
+    def table(self, k: int | None = None, **options: Any) -> Table:
+        """The table before decision ``k`` (``None``: the end), all hands open unless
+        ``reveal=False`` and a ``viewer`` are given."""
+        last = self.num_decisions
+        k = last if k is None else k
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= last:
+            raise ValueError(f"decision index must be 0-{last} (or None for the end), got {k!r}")
+        options.setdefault("reveal", True)
+        rules, st, _ = next(itertools.islice(iter_states(self.rec), k, None))
+        return Table(rules, st, 0, **options)
+
+    def ledger_html(self) -> str:
+        """The settlement ledger as an HTML table, item by item (RULES.md 7 names)."""
+        rows = "".join(
+            f"<tr><td>{html.escape(ITEM_LABELS[it])}</td><td>P{p}</td><td>P{q}</td>"
+            f"<td>{amt}</td></tr>"
+            for p, q, amt, it in ledger_rows(self.result)
+        )
+        return (
+            "<table><tr><th>item</th><th>payer</th><th>payee</th><th>amount</th></tr>"
+            f"{rows or '<tr><td>no payments</td></tr>'}</table>"
+        )
+
+    def _repr_html_(self) -> str:
+        png = base64.b64encode(self.table()._repr_png_()).decode("ascii")
+        return (
+            f"<div><b>{html.escape(result_summary(self.result))}</b> "
+            f'({self.num_decisions} decisions)<br><img src="data:image/png;base64,{png}" '
+            f'width="640">{self.ledger_html()}</div>'
+        )
+
+    def page(self, title: str = "Zhuoji hand") -> str:
+        """The viewer page (see :func:`page`)."""
+        return page(self.rec, title)
+
+    def save(self, path: str | Path, title: str | None = None) -> Path:
+        """Write the viewer page to ``path``."""
+        return write_page(self.rec, path, title)
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>__TITLE__</title><style>__CSS__</style></head>
+<body>
+<header>
+<h1>__TITLE__</h1>
+<div id="controls">
+<button id="first" title="Home">|&lt; first</button>
+<button id="prev" title="Left arrow">&lt; prev</button>
+<button id="next" title="Right arrow">next &gt;</button>
+<button id="last" title="End">last &gt;|</button>
+<label>decision <input id="jump" type="number" min="0" value="0"></label>
+<input id="slider" type="range" min="0" value="0">
+<span id="step-label"></span>
+</div>
+<div class="keys">keys: Left/Right one decision, PageUp/PageDown ten, Home/End</div>
+</header>
+<main>
+<section id="table"></section>
+<aside>
+<div id="info"></div>
+<div id="decision"></div>
+<table id="legal"></table>
+<div id="ledger-box"></div>
+</aside>
+</main>
+<script id="data" type="application/json">__DATA__</script>
+<script>__SCRIPT__</script>
+</body></html>
+"""
+
+_CSS = """
+body{font-family:sans-serif;margin:0;background:#ece8dc;color:#1e1e1e}
+header{padding:6px 12px;background:#d8d2c0}
+h1{font-size:18px;margin:2px 0}
+#controls button{font-size:14px;margin-right:4px}
+#jump{width:4em}#slider{width:260px;vertical-align:middle}
+#step-label{font-weight:bold;margin-left:10px}
+.keys{font-size:12px;color:#555}
+main{display:flex;gap:12px;padding:8px 12px}
+#table{flex:3}aside{flex:2;min-width:320px}
+.seat{border-top:1px solid #aaa;padding:4px 0 6px}
+.seat.actor{background:#fff6c8}
+.seat-head{font-size:14px;margin-bottom:3px}
+.row{display:flex;flex-wrap:wrap;gap:2px;align-items:flex-end;margin:2px 0}
+.tile{display:inline-flex;flex-direction:column;align-items:center;justify-content:center;
+ width:24px;height:32px;border:1px solid #666;border-radius:4px;background:#fcfcf6;
+ font-weight:bold;font-size:15px;line-height:1;position:relative}
+.tile small{font-size:10px;font-weight:normal}
+.tile.m{color:#b22222}.tile.p{color:#1950aa}.tile.s{color:#14783c}
+.tile.small{width:20px;height:27px;font-size:13px}
+.tile.taken{background:#cdcdcd;opacity:.6}
+.tile.chicken::after{content:"";position:absolute;top:0;right:0;border-style:solid;
+ border-width:0 8px 8px 0;border-color:transparent #e6aa00 transparent transparent}
+.tile.cf{outline:3px solid #d21e1e}
+.tile.current{outline:3px solid #ff8200}
+.drawn{margin-left:8px}
+.meld{display:inline-flex;flex-direction:column;margin-left:10px;font-size:10px}
+.label{font-size:11px;color:#444;margin-right:6px;min-width:36px}
+#info,#decision{margin-bottom:6px;font-size:14px}
+#legal{border-collapse:collapse;font-size:13px;margin-bottom:8px}
+#legal td{padding:1px 6px;border-bottom:1px solid #ccc}
+#legal tr.chosen{background:#c8f0c8;font-weight:bold}
+.bar{display:inline-block;height:9px;background:#4a7fc0}
+#ledger{border-collapse:collapse;font-size:13px}
+#ledger td,#ledger th{padding:2px 6px;border:1px solid #bbb;text-align:left}
+"""
+
+_SCRIPT = r"""
+const D = JSON.parse(document.getElementById('data').textContent);
+const N = D.steps.length - 1;
+let cur = 0;
+const $ = (id) => document.getElementById(id);
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function tile(code, opts) {
+  opts = opts || {};
+  const t = el('span', 'tile ' + code[1] + (opts.small ? ' small' : ''));
+  t.dataset.tile = code;
+  t.append(code[0]);
+  t.append(el('small', '', code[1]));
+  if (opts.chickens && opts.chickens.includes(code)) t.classList.add('chicken');
+  if (opts.taken) t.classList.add('taken');
+  if (opts.cf) t.classList.add('cf');
+  if (opts.current) t.classList.add('current');
+  return t;
+}
+function seatName(s) { return 'P' + s + (D.agents[s] !== 'P' + s ? ' (' + D.agents[s] + ')' : ''); }
+function drawTable(st) {
+  const box = $('table');
+  box.replaceChildren();
+  st.seats.forEach((seat, s) => {
+    const div = el('div', 'seat' + (st.actor === s ? ' actor' : ''));
+    div.id = 'seat-' + s;
+    const tags = [seatName(s)];
+    if (s === D.dealer) tags.push('dealer');
+    if (seat.baoting) tags.push('baoting ' + seat.baoting);
+    if (seat.winner) tags.push('WINNER');
+    if (st.actor === s) tags.push('to act');
+    if (st.phase === 'over') {
+      const d = D.result.deltas[s];
+      tags.push('hand score ' + (d > 0 ? '+' : '') + d);
+    }
+    div.append(el('div', 'seat-head', tags.join('  ')));
+    const hand = el('div', 'row hand');
+    hand.append(el('span', 'label', 'hand'));
+    seat.hand.forEach((c) => hand.append(tile(c, {chickens: st.chickens})));
+    if (seat.drawn) {
+      const d = tile(seat.drawn, {chickens: st.chickens});
+      d.classList.add('drawn');
+      hand.append(d);
+    }
+    seat.melds.forEach((m) => {
+      const md = el('span', 'meld');
+      const r = el('span', 'row');
+      for (let k = 0; k < m.size; k++) r.append(tile(m.tile, {chickens: st.chickens}));
+      md.append(r);
+      md.append(el('span', '', m.type + (m.from !== null ? ' from P' + m.from : '') +
+        (m.late ? ' late' : '')));
+      hand.append(md);
+    });
+    div.append(hand);
+    const river = el('div', 'row river');
+    river.append(el('span', 'label', 'river'));
+    seat.river.forEach((r, j) => river.append(tile(r.t, {small: true, chickens: st.chickens,
+      taken: r.taken, cf: r.cf, current: r.current})));
+    div.append(river);
+    box.append(div);
+  });
+}
+function pct(p) { return (100 * p).toFixed(1) + '%'; }
+function show(i) {
+  cur = Math.max(0, Math.min(N, i));
+  const st = D.steps[cur];
+  $('step-label').textContent = cur < N ? 'Decision ' + (cur + 1) + ' / ' + N :
+    'End of hand (' + N + ' decisions)';
+  $('jump').value = cur; $('slider').value = cur;
+  drawTable(st);
+  $('info').textContent = cur < N ? st.status + ' | wall ' + st.wall_left + ' left' :
+    'Wall ' + st.wall_left + ' left | chickens: ' + st.chickens.join(' ');
+  const legal = $('legal');
+  legal.replaceChildren();
+  if (cur < N) {
+    let text = seatName(st.actor) + ' chose: ' + st.chosen;
+    if (st.value !== null && st.value !== undefined) text += ' | value estimate ' +
+      Number(st.value).toFixed(2);
+    $('decision').textContent = text;
+    const head = el('tr');
+    head.append(el('td', '', 'legal alternatives (' + st.legal.length + ')'));
+    if (st.probs) head.append(el('td', '', 'agent probability'));
+    legal.append(head);
+    st.legal.forEach((a) => {
+      const tr = el('tr', a === st.chosen ? 'chosen' : '');
+      tr.dataset.action = a;
+      tr.append(el('td', '', a + (a === st.chosen ? '  <- chosen' : '')));
+      if (st.probs) {
+        const p = st.probs[a] || 0;
+        const td = el('td', '', pct(p) + ' ');
+        const b = el('span', 'bar');
+        b.style.width = Math.round(80 * p) + 'px';
+        td.append(b);
+        tr.append(td);
+      }
+      legal.append(tr);
+    });
+  } else {
+    $('decision').textContent = 'Hand over: ' + D.result.end + ', winners ' +
+      (D.result.winners.map((w) => 'P' + w).join(', ') || 'nobody') +
+      (D.result.flip ? ', flip ' + D.result.flip : '') + ' | scores ' +
+      D.result.deltas.map((d, s) => 'P' + s + ' ' + (d > 0 ? '+' : '') + d).join(', ');
+  }
+  const lb = $('ledger-box');
+  lb.replaceChildren();
+  if (cur === N) {
+    lb.append(el('h3', '', 'Settlement ledger (RULES.md 7)'));
+    const t = el('table');
+    t.id = 'ledger';
+    const h = el('tr');
+    ['item', 'payer', 'payee', 'amount'].forEach((x) => h.append(el('th', '', x)));
+    t.append(h);
+    D.ledger.forEach((l) => {
+      const tr = el('tr');
+      tr.dataset.item = l.item;
+      [l.label, 'P' + l.payer, 'P' + l.payee, String(l.amount)].forEach((x) =>
+        tr.append(el('td', '', x)));
+      t.append(tr);
+    });
+    if (!D.ledger.length) {
+      const tr = el('tr'); tr.append(el('td', '', 'no payments')); t.append(tr);
+    }
+    lb.append(t);
+  }
+}
+$('slider').max = N; $('jump').max = N;
+$('first').onclick = () => show(0);
+$('prev').onclick = () => show(cur - 1);
+$('next').onclick = () => show(cur + 1);
+$('last').onclick = () => show(N);
+$('slider').oninput = (e) => show(Number(e.target.value));
+$('jump').onchange = (e) => { show(Number(e.target.value)); e.target.blur(); };
+document.addEventListener('keydown', (e) => {
+  if (e.target.tagName === 'INPUT' && e.target.type === 'number') return;
+  const move = {ArrowRight: 1, ArrowLeft: -1, PageDown: 10, PageUp: -10}[e.key];
+  if (move !== undefined) { show(cur + move); e.preventDefault(); }
+  else if (e.key === 'Home') { show(0); e.preventDefault(); }
+  else if (e.key === 'End') { show(N); e.preventDefault(); }
+});
+show(0);
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zhuoji_env.view", description=__doc__)
+    parser.add_argument("record", type=Path, help="a record file (JSON, RULES.md 10)")
+    parser.add_argument("--out", type=Path, help="the page to write (default: RECORD.html)")
+    args = parser.parse_args(argv)
+    out = args.out or args.record.with_suffix(".html")
+    try:
+        rec = load(args.record)
+        write_page(rec, out, title=args.record.stem)
+    except (RecordError, OSError) as err:
+        print(f"{args.record}: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
