@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
             rec = load(path)
             got = replay(rec)
         except (RecordError, OSError) as err:
-            print(f"{path}: error: {err}", file=sys.stderr)
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            print(f"{path}: error: {why}", file=sys.stderr)
             status = 2
             continue
         print(json.dumps(got))

@@ -5,11 +5,12 @@ preset name, from a record's ``{"preset": ..., "overrides": {...}}`` object, or 
 overrides, and is validated on construction: an unknown switch or a bad value raises
 ``ValueError`` naming the switch and what it allows.
 
-Every integer switch has an upper bound (``INT_SWITCH_RANGES``), and so has a record's dealer
-streak (``MAX_STREAK``). With every switch at its bound and the streak at ``MAX_STREAK``, one
-seat's total for a hand stays below about 500 x 10**6 + 400 x 10**6 units, about 10**15 after
-``base_stake``: every amount of a hand is below 2**53 (exact as a JSON number in any reader) and a
-match of ``MAX_HANDS_PER_GAME`` hands sums to below 10**18 < 2**63, so the engine's int64
+Every integer switch has an upper bound (``INT_SWITCH_RANGES``, ``MAX_VALUE``), and so has a
+record's dealer streak (``MAX_STREAK``). Within them a seat wins or loses less than
+500 x MAX_VALUE + 400 x streak + 10**6 units in one hand (at most 4 kongs and 12 chicken tiles
+per seat, at most 108 pass-win penalties), that is below 10**9 units and 10**15 after
+``base_stake``: every amount of a hand is below 2**53 (exact as a JSON number in any reader), and
+a match of ``MAX_HANDS_PER_GAME`` hands sums to below 10**18 < 2**63, so the engine's int64
 arithmetic is exact.
 """
 

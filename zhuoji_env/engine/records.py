@@ -297,8 +297,8 @@ def load(path: str | Path) -> dict[str, Any]:
             return json.load(f)
     except UnicodeDecodeError as err:
         raise RecordError(
-            f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
+            f"not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
             "a record is JSON in UTF-8"
         ) from None
     except json.JSONDecodeError as err:
-        raise RecordError(f"{path}: not valid JSON ({err})") from None
+        raise RecordError(f"not valid JSON ({err})") from None
