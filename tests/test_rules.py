@@ -7,7 +7,14 @@ import json
 
 import pytest
 
-from zhuoji_env.rules import PRESET_NAMES, SWITCHES, Rules
+from zhuoji_env.rules import (
+    MAX_BASE_STAKE,
+    MAX_HANDS_PER_GAME,
+    MAX_VALUE,
+    PRESET_NAMES,
+    SWITCHES,
+    Rules,
+)
 
 # RULES.md section 9, written out switch by switch: (guiyang, classic, app).
 TABLE = {
@@ -73,9 +80,11 @@ BAD_VALUES = [
     ("zimo_bonus", "x"),
     ("zimo_bonus", 1.5),
     ("zimo_bonus", True),
+    ("zimo_bonus", MAX_VALUE + 1),
     ("gangkai_bonus", -1),
     ("gangkai_bonus", "1"),
     ("gangkai_bonus", 1.0),
+    ("gangkai_bonus", MAX_VALUE + 1),
     ("rerpao", "x"),
     ("qianggang", "x"),
     ("dou_values", [1, 2]),
@@ -83,6 +92,7 @@ BAD_VALUES = [
     ("dou_values", [1, 2, -1]),
     ("dou_values", [1, 2, 1.5]),
     ("dou_values", [1, 2, True]),
+    ("dou_values", [1, 2, 10**10]),
     ("dou_values", 3),
     ("dou_values", "123"),
     ("jian_dou_san", 1),
@@ -92,10 +102,12 @@ BAD_VALUES = [
     ("chicken_unit", 0),
     ("chicken_unit", -1),
     ("chicken_unit", 1.0),
+    ("chicken_unit", 1_500_000_000),
     ("chicken_scope", "x"),
     ("flip_mode", "down"),
     ("chongfeng", -1),
     ("chongfeng", "2"),
+    ("chongfeng", MAX_VALUE + 1),
     ("zeren", "x"),
     ("zeren", True),
     ("chicken_kong_60", 1),
@@ -106,8 +118,10 @@ BAD_VALUES = [
     ("dealer_streak_bonus", 1),
     ("hands_per_game", 0),
     ("hands_per_game", True),
+    ("hands_per_game", MAX_HANDS_PER_GAME + 1),
     ("base_stake", 0),
     ("base_stake", 2.0),
+    ("base_stake", 10**9),
 ]
 
 
@@ -367,3 +381,30 @@ def test_direct_construction_round_trips():
 def test_choice_switches_need_the_exact_type(switch, value):
     with pytest.raises(ValueError, match=f"switch '{switch}'"):
         Rules.make("guiyang", **{switch: value})
+
+
+# The documented bounds (rules module): the bound itself is allowed, one above it is not, and the
+# message names the range.
+BOUNDS = {
+    "zimo_bonus": (MAX_VALUE, f"an integer 0-{MAX_VALUE} or 'plain_only'"),
+    "gangkai_bonus": (MAX_VALUE, f"an integer 0-{MAX_VALUE}"),
+    "chicken_unit": (MAX_VALUE, f"an integer 1-{MAX_VALUE}"),
+    "chongfeng": (MAX_VALUE, f"an integer 0-{MAX_VALUE}"),
+    "hands_per_game": (MAX_HANDS_PER_GAME, f"an integer 1-{MAX_HANDS_PER_GAME}"),
+    "base_stake": (MAX_BASE_STAKE, f"an integer 1-{MAX_BASE_STAKE}"),
+}
+
+
+@pytest.mark.parametrize("switch", sorted(BOUNDS))
+def test_integer_switch_bounds(switch):
+    high, allowed = BOUNDS[switch]
+    assert getattr(Rules.make(**{switch: high}), switch) == high
+    with pytest.raises(ValueError) as e:
+        Rules.make(**{switch: high + 1})
+    assert str(e.value) == f"switch {switch!r}: bad value {high + 1}, allowed {allowed}"
+
+
+def test_dou_values_bounds():
+    assert Rules.make(dou_values=[MAX_VALUE, 0, MAX_VALUE]).dou_values == (MAX_VALUE, 0, MAX_VALUE)
+    with pytest.raises(ValueError, match=rf"allowed a list of three integers 0-{MAX_VALUE} "):
+        Rules.make(dou_values=[0, MAX_VALUE + 1, 0])

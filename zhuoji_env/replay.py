@@ -1,8 +1,10 @@
 """Replay a game record: ``python -m zhuoji_env.replay FILE.json [FILE.json ...]``.
 
 Prints each record's replayed ``result`` as JSON. When the record carries a result, any
-difference is reported and the exit status is 1; a malformed record or an illegal decision is
-reported with the action's index, seat, what it tried and what was legal, with exit status 2.
+difference is reported and the exit status is 1; an unreadable file, a file that is not UTF-8
+JSON, a malformed record (its stored result included) or an illegal decision is reported with
+what was wrong (for a decision: the action's index, seat, what it tried and what was legal), the
+run goes on with the next file, and the exit status is 2.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ def main(argv: list[str] | None = None) -> int:
             rec = load(path)
             got = replay(rec)
         except (RecordError, OSError) as err:
-            print(f"{path}: error: {err}", file=sys.stderr)
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            print(f"{path}: error: {why}", file=sys.stderr)
             status = 2
             continue
         print(json.dumps(got))
-        if isinstance(rec.get("result"), dict):
+        if "result" in rec:
             diffs = compare(rec["result"], got)
             for d in diffs:
                 print(f"{path}: differs: {d}", file=sys.stderr)

@@ -4,6 +4,14 @@ Every switch of RULES.md section 9 is a field of :class:`Rules`. A configuration
 preset name, from a record's ``{"preset": ..., "overrides": {...}}`` object, or from keyword
 overrides, and is validated on construction: an unknown switch or a bad value raises
 ``ValueError`` naming the switch and what it allows.
+
+Every integer switch has an upper bound (``INT_SWITCH_RANGES``, ``MAX_VALUE``), and so has a
+record's dealer streak (``MAX_STREAK``). Within them a seat wins or loses less than
+500 x MAX_VALUE + 400 x streak + 10**6 units in one hand (at most 4 kongs and 12 chicken tiles
+per seat, at most 108 pass-win penalties), that is below 10**9 units and 10**15 after
+``base_stake``: every amount of a hand is below 2**53 (exact as a JSON number in any reader), and
+a match of ``MAX_HANDS_PER_GAME`` hands sums to below 10**18 < 2**63, so the engine's int64
+arithmetic is exact.
 """
 
 from __future__ import annotations
@@ -35,20 +43,34 @@ _BOOLS = (
     "baoting",
     "dealer_streak_bonus",
 )
-_MIN_INT = {
-    "gangkai_bonus": 0,
-    "chicken_unit": 1,
-    "chongfeng": 0,
-    "hands_per_game": 1,
-    "base_stake": 1,
+MAX_VALUE = 10**6
+"""Upper bound of ``zimo_bonus``, ``gangkai_bonus``, ``chicken_unit``, ``chongfeng`` and each
+``dou_values`` entry."""
+MAX_BASE_STAKE = 10**6
+MAX_HANDS_PER_GAME = 1000
+MAX_STREAK = 10**6
+"""Upper bound of a record's ``dealer_streak`` (a match of the engine starts at 0)."""
+INT_SWITCH_RANGES: dict[str, tuple[int, int]] = {
+    "gangkai_bonus": (0, MAX_VALUE),
+    "chicken_unit": (1, MAX_VALUE),
+    "chongfeng": (0, MAX_VALUE),
+    "hands_per_game": (1, MAX_HANDS_PER_GAME),
+    "base_stake": (1, MAX_BASE_STAKE),
 }
+"""(lowest, highest) of each integer switch; ``zimo_bonus`` and ``dou_values`` are checked on
+their own (0 to ``MAX_VALUE``)."""
 
 # Pattern values (RULES.md 5.3): shape -> value, and the flush base.
 PATTERN_TABLES = {
     "bei": {"pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 0},
     "fan": {"pinghu": 10, "daduizi": 30, "qidui": 40, "longqidui": 50, "flush": 50, "dandiao": 0},
     "bei_dandiao": {
-        "pinghu": 1, "daduizi": 5, "qidui": 10, "longqidui": 20, "flush": 10, "dandiao": 10,
+        "pinghu": 1,
+        "daduizi": 5,
+        "qidui": 10,
+        "longqidui": 20,
+        "flush": 10,
+        "dandiao": 10,
     },
 }
 # 报听 bonus (hard, soft) by units (RULES.md 7.2).
@@ -101,19 +123,25 @@ class Rules:
                 raise ValueError(
                     f"switch {name!r}: bad value {getattr(self, name)!r}, allowed true or false"
                 )
-        for name, low in _MIN_INT.items():
-            _check_int(name, getattr(self, name), low)
+        for name, (low, high) in INT_SWITCH_RANGES.items():
+            _check_int(name, getattr(self, name), low, high)
         if self.zimo_bonus != "plain_only":
-            _check_int("zimo_bonus", self.zimo_bonus, 0, "an integer >= 0 or 'plain_only'")
+            _check_int(
+                "zimo_bonus",
+                self.zimo_bonus,
+                0,
+                MAX_VALUE,
+                f"an integer 0-{MAX_VALUE} or 'plain_only'",
+            )
         dou = self.dou_values
         if (
             not isinstance(dou, (list, tuple))
             or len(dou) != 3
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in dou)
+            or any(not _int_in(v, 0, MAX_VALUE) for v in dou)
         ):
             raise ValueError(
-                f"switch 'dou_values': bad value {dou!r}, allowed a list of three integers >= 0 "
-                "(闷豆, 转弯豆, 点豆)"
+                f"switch 'dou_values': bad value {dou!r}, allowed a list of three integers "
+                f"0-{MAX_VALUE} (闷豆, 转弯豆, 点豆)"
             )
         object.__setattr__(self, "dou_values", tuple(dou))
         preset = {**_DEFAULTS, **_PRESETS[self.preset]}
@@ -200,10 +228,15 @@ def parse_switches(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _check_int(name: str, value: Any, low: int, allowed: str | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+def _int_in(value: Any, low: int, high: int) -> bool:
+    """``value`` is an int (not a bool) in ``[low, high]``."""
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
+def _check_int(name: str, value: Any, low: int, high: int, allowed: str | None = None) -> None:
+    if not _int_in(value, low, high):
         raise ValueError(
-            f"switch {name!r}: bad value {value!r}, allowed {allowed or f'an integer >= {low}'}"
+            f"switch {name!r}: bad value {value!r}, allowed {allowed or f'an integer {low}-{high}'}"
         )
 
 

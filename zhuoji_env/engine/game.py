@@ -33,10 +33,10 @@ def first_deals(rngs, num_players: int) -> tuple[np.ndarray, np.ndarray]:
 class StepOutput:
     """What one step of a :class:`BatchGame` produced."""
 
-    rewards: np.ndarray  # int32 [B,n]: each seat's score for hands that ended in this step, else 0
+    rewards: np.ndarray  # int64 [B,n]: each seat's score for hands that ended in this step, else 0
     hand_over: np.ndarray  # bool [B]: a hand ended in this step
     match_over: np.ndarray  # bool [B]: the match (episode) ended in this step
-    final_scores: np.ndarray  # int32 [B,n]: match totals where match_over, else 0
+    final_scores: np.ndarray  # int64 [B,n]: match totals where match_over, else 0
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     """``(game, record)`` of every hand that ended, when ``keep_records`` is on."""
 
@@ -73,7 +73,7 @@ class BatchGame:
             seed = int(np.random.SeedSequence().entropy % (2**63))
         self.seed = seed
         self._rngs = [np.random.default_rng([seed, i]) for i in range(self.batch_size)]
-        self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int32)
+        self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int64)
         self.hand_no = np.zeros(self.batch_size, dtype=np.int32)
         self.state = core.deal(self.rules, *first_deals(self._rngs, self.num_players), 0)
 
@@ -118,8 +118,8 @@ class BatchGame:
         st: State = self.state
         ended = core.step(self.rules, st, actions, active)
         b, n = self.batch_size, self.num_players
-        rewards = np.zeros((b, n), dtype=np.int32)
-        final = np.zeros((b, n), dtype=np.int32)
+        rewards = np.zeros((b, n), dtype=np.int64)
+        final = np.zeros((b, n), dtype=np.int64)
         match_over = np.zeros(b, dtype=bool)
         records = []
         e = np.flatnonzero(ended)

@@ -2,7 +2,8 @@
 
 A record is JSON: format, rules, dealer, dealer_streak, wall, the decisions in protocol order,
 and the result. Replaying is dealing the wall and stepping the engine once per decision: the one
-code path used for play.
+code path used for play. Reading checks every field, the stored result included, and a bad one
+raises :class:`RecordError` naming the field, what it holds and what is allowed.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ import numpy as np
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER, State
-from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_TILES, code, format_tiles, kind_counts, parse_tiles
+from zhuoji_env.rules import MAX_STREAK, Rules
+from zhuoji_env.tiles import NUM_TILES, code, format_tiles, kind, kind_counts, parse_tiles
 
 FORMAT = "zhuoji-record-1"
+MAX_AMOUNT = 2**53 - 1
+"""Largest amount or score a stored result may hold: no hand within the switch bounds of
+:mod:`zhuoji_env.rules` comes near it, and every JSON reader holds it exactly."""
+RESULT_KEYS = ("end", "winners", "flip", "next_dealer", "next_streak", "deltas", "ledger")
 
 
 class RecordError(ValueError):
@@ -80,8 +85,19 @@ def _field(rec: Mapping, name: str):
     return rec[name]
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _seat(value: Any, n: int) -> bool:
+    return _is_int(value) and 0 <= value < n
+
+
 def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tuple[int, int]]]:
-    """Validate a record: ``(rules, wall, dealer, streak, [(seat, action index), ...])``."""
+    """Validate a record: ``(rules, wall, dealer, streak, [(seat, action index), ...])``.
+
+    A stored ``result`` is validated too (:func:`parse_result`).
+    """
     if not isinstance(rec, Mapping):
         raise RecordError(f"a record is a JSON object, got {type(rec).__name__}")
     fmt = rec.get("format", FORMAT)
@@ -105,11 +121,11 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
             + (f" (wrong counts for {', '.join(short)})" if short else "")
         )
     dealer = _field(rec, "dealer")
-    if isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < n:
+    if not _seat(dealer, n):
         raise RecordError(f"bad dealer {dealer!r}: expected a seat 0-{n - 1}")
     streak = rec.get("dealer_streak", 0)
-    if isinstance(streak, bool) or not isinstance(streak, int) or streak < 0:
-        raise RecordError(f"bad dealer_streak {streak!r}: expected an integer >= 0")
+    if not _is_int(streak) or not 0 <= streak <= MAX_STREAK:
+        raise RecordError(f"bad dealer_streak {streak!r}: expected an integer 0-{MAX_STREAK}")
     raw_actions = _field(rec, "actions")
     if not isinstance(raw_actions, list):
         raise RecordError("'actions' must be a list")
@@ -120,14 +136,100 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
                 f"action {idx}: expected [seat, action] or [seat, action, tile], got {entry!r}"
             )
         seat = entry[0]
-        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n:
+        if not _seat(seat, n):
             raise RecordError(f"action {idx}: bad seat {seat!r}, expected 0-{n - 1}")
+        name, tile = entry[1], entry[2] if len(entry) == 3 else None
+        if not isinstance(name, str):
+            raise RecordError(
+                f"action {idx} (seat {seat}): bad action {name!r}, expected a name, one of "
+                f"{list(A.ACTION_NAMES)}"
+            )
+        if tile is not None and not isinstance(tile, str) and not _is_int(tile):
+            raise RecordError(
+                f"action {idx} (seat {seat}): bad tile {tile!r}, expected a code such as '5m'"
+            )
         try:
-            a = A.encode(entry[1], entry[2] if len(entry) == 3 else None)
-        except (ValueError, TypeError) as err:
+            a = A.encode(name, tile)
+        except ValueError as err:
             raise RecordError(f"action {idx} (seat {seat}): {err}") from None
         decisions.append((seat, a))
+    if "result" in rec:
+        parse_result(rec["result"], n)
     return rules, wall, dealer, streak, decisions
+
+
+def parse_result(result: Any, n: int) -> dict[str, Any]:
+    """Validate a stored ``result`` object of a hand of ``n`` seats (RULES.md 10) and return it.
+
+    Each of :data:`RESULT_KEYS` must be there with a value of its kind; ledger lines are
+    ``[payer, payee, amount, item]`` with two different seats, a known item and an amount
+    1-``MAX_AMOUNT``, one line per (payer, payee, item).
+    """
+    if not isinstance(result, Mapping):
+        raise RecordError(f"bad result: expected an object, got {type(result).__name__}")
+    unknown = sorted(set(result) - set(RESULT_KEYS))
+    if unknown:
+        raise RecordError(f"bad result: unknown key {unknown[0]!r}, allowed {list(RESULT_KEYS)}")
+    missing = [k for k in RESULT_KEYS if k not in result]
+    if missing:
+        raise RecordError(f"bad result: no {missing[0]!r} (a result has {list(RESULT_KEYS)})")
+    end = result["end"]
+    if end not in END_NAMES[1:] or not isinstance(end, str):
+        raise RecordError(f"bad result 'end' {end!r}: expected one of {list(END_NAMES[1:])}")
+    winners = result["winners"]
+    if (
+        not isinstance(winners, list)
+        or not all(_seat(w, n) for w in winners)
+        or winners != sorted(set(winners))
+    ):
+        raise RecordError(
+            f"bad result 'winners' {winners!r}: expected a list of distinct seats 0-{n - 1} "
+            "in ascending order"
+        )
+    flip = result["flip"]
+    if flip is not None:
+        try:
+            kind(flip)
+        except ValueError as err:
+            raise RecordError(f"bad result 'flip': {err}, or null") from None
+    if not _seat(result["next_dealer"], n):
+        raise RecordError(
+            f"bad result 'next_dealer' {result['next_dealer']!r}: expected a seat 0-{n - 1}"
+        )
+    nxt = result["next_streak"]
+    if not _is_int(nxt) or not 0 <= nxt <= MAX_STREAK + 1:
+        raise RecordError(
+            f"bad result 'next_streak' {nxt!r}: expected an integer 0-{MAX_STREAK + 1}"
+        )
+    d = result["deltas"]
+    if (
+        not isinstance(d, list)
+        or len(d) != n
+        or not all(_is_int(v) and abs(v) <= MAX_AMOUNT for v in d)
+    ):
+        raise RecordError(
+            f"bad result 'deltas' {d!r}: expected a list of {n} integers, each at most "
+            f"{MAX_AMOUNT} in size"
+        )
+    ledger = result["ledger"]
+    if not isinstance(ledger, list):
+        raise RecordError(f"bad result 'ledger' {ledger!r}: expected a list of lines")
+    seen = set()
+    for idx, line in enumerate(ledger):
+        where = f"bad result ledger line {idx} {line!r}"
+        if not isinstance(line, list) or len(line) != 4:
+            raise RecordError(f"{where}: expected [payer, payee, amount, item]")
+        payer, payee, amount, item = line
+        if not _seat(payer, n) or not _seat(payee, n) or payer == payee:
+            raise RecordError(f"{where}: payer and payee must be two different seats 0-{n - 1}")
+        if not _is_int(amount) or not 1 <= amount <= MAX_AMOUNT:
+            raise RecordError(f"{where}: the amount must be an integer 1-{MAX_AMOUNT}")
+        if item not in ITEMS or not isinstance(item, str):
+            raise RecordError(f"{where}: unknown item {item!r}, allowed {list(ITEMS)}")
+        if (payer, payee, item) in seen:
+            raise RecordError(f"{where}: a second line for {payer}->{payee} {item}")
+        seen.add((payer, payee, item))
+    return dict(result)
 
 
 def replay(rec: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,9 +291,14 @@ def compare(expected: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a record file."""
+    """Read a record file: JSON in UTF-8, else ``RecordError`` (``OSError`` when unreadable)."""
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
+    except UnicodeDecodeError as err:
+        raise RecordError(
+            f"not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
+            "a record is JSON in UTF-8"
+        ) from None
     except json.JSONDecodeError as err:
-        raise RecordError(f"{path}: not valid JSON ({err})") from None
+        raise RecordError(f"not valid JSON ({err})") from None

@@ -49,29 +49,29 @@ def meld_tiles(meld: np.ndarray) -> np.ndarray:
 def baoting_bonus(rules: Rules, level) -> np.ndarray:
     """报听 bonus of declaration levels (0 none, 1 硬报, 2 软报), RULES.md 7.2."""
     hard, soft = rules.baoting_bonus
-    return np.array([0, hard, soft], dtype=np.int32)[np.asarray(level, dtype=np.int64)]
+    return np.array([0, hard, soft], dtype=np.int64)[np.asarray(level, dtype=np.int64)]
 
 
 def zimo_extra(rules: Rules, plain: np.ndarray) -> np.ndarray:
     """The 自摸 extra of wins whose hands are plain or not."""
     if rules.zimo_bonus == "plain_only":
-        return np.asarray(plain).astype(np.int32)
-    return np.full(np.shape(plain), rules.zimo_bonus, dtype=np.int32)
+        return np.asarray(plain).astype(np.int64)
+    return np.full(np.shape(plain), rules.zimo_bonus, dtype=np.int64)
 
 
 def streak_term(rules: Rules, st: State, g, a, b) -> np.ndarray:
     """``+k`` on a hand payment between seats a and b where one is the dealer (8.2)."""
     if not rules.dealer_streak_bonus:
-        return np.zeros(np.shape(g), dtype=np.int32)
+        return np.zeros(np.shape(g), dtype=np.int64)
     d = st.dealer[g]
-    return np.where((a == d) | (b == d), st.streak[g], 0).astype(np.int32)
+    return np.where((a == d) | (b == d), st.streak[g], 0).astype(np.int64)
 
 
 def settle(rules: Rules, st: State, e: np.ndarray) -> None:
     """Fill ``ledger``, ``flip``, ``next_dealer`` and ``next_streak`` of the ended games ``e``."""
     n = rules.num_players
     k = e.size
-    ledger = np.zeros((k, n, n, st.ledger.shape[-1]), dtype=np.int32)
+    ledger = np.zeros((k, n, n, st.ledger.shape[-1]), dtype=np.int64)
     end = st.end[e]
     winners = st.winners[e]
     tile = st.tile[e].astype(np.int64)

@@ -49,7 +49,7 @@ class State:
     back: np.ndarray  # int16 [B]: next replacement draw (补牌); the wall is empty when front > back
     # --- seats
     dealer: np.ndarray  # int8 [B]: the dealer (庄家) of this hand
-    streak: np.ndarray  # int16 [B]: dealer streak k (连庄, RULES.md 8.2)
+    streak: np.ndarray  # int64 [B]: dealer streak k (连庄, RULES.md 8.2)
     hand: np.ndarray  # int8 [B,n,27]: concealed tile counts
     meld: np.ndarray  # int8 [B,n,27]: meld of each kind: 0 none, 1 pong, 2 闷豆, 3 转弯豆, 4 点豆
     meld_from: np.ndarray  # int8 [B,n,27]: feeder of a pong or 点豆 (a 转弯豆 keeps its pong's), -1
@@ -73,7 +73,7 @@ class State:
     claim_opts: np.ndarray  # uint8 [B,n]: claims offered in the window (bits hu 1, pong 2, kong 4)
     claim_choice: np.ndarray  # int8 [B,n]: choice in the window (HU, PONG, KONG or PASS), -1
     pass_lock: np.ndarray  # bool [B,n]: passed a win, locked until its next draw (过手胡, 5.4)
-    baopai: np.ndarray  # int32 [B,n,n]: pass-win penalties so far, payer x payee, in units
+    baopai: np.ndarray  # int64 [B,n,n]: pass-win penalties so far, payer x payee, in units
     # --- 报听 (3.4)
     baoting: np.ndarray  # int8 [B,n]: 0 none, 1 硬报 (hard), 2 软报 (soft)
     dealt_ready: np.ndarray  # bool [B,n]: the 13 dealt tiles were ready (hard 报听 for non-dealers)
@@ -86,9 +86,9 @@ class State:
     end: np.ndarray  # int8 [B]: PLAYING, END_ZIMO, END_RON, END_QIANGGANG or END_DRAW
     winners: np.ndarray  # bool [B,n]
     flip: np.ndarray  # int8 [B]: the flip tile (翻牌) turned up at settlement, -1 none
-    ledger: np.ndarray  # int32 [B,n,n,ITEMS]: settlement, payer x payee x item (x base_stake)
+    ledger: np.ndarray  # int64 [B,n,n,ITEMS]: settlement, payer x payee x item (x base_stake)
     next_dealer: np.ndarray  # int8 [B]: dealer of the next hand (8.1)
-    next_streak: np.ndarray  # int16 [B]: streak of the next hand (8.2)
+    next_streak: np.ndarray  # int64 [B]: streak of the next hand (8.2)
     # --- the built-in record of decisions (RULES.md 10)
     rec_seat: np.ndarray  # int8 [B,MAX_DECISIONS]
     rec_action: np.ndarray  # int8 [B,MAX_DECISIONS]
@@ -132,7 +132,7 @@ def empty_state(batch: int, num_players: int) -> State:
         front=z(b, np.int16),
         back=z(b, np.int16),
         dealer=z(b, np.int8),
-        streak=z(b, np.int16),
+        streak=z(b, np.int64),
         hand=z((b, n, NUM_KINDS), np.int8),
         meld=z((b, n, NUM_KINDS), np.int8),
         meld_from=z((b, n, NUM_KINDS), np.int8, -1),
@@ -153,7 +153,7 @@ def empty_state(batch: int, num_players: int) -> State:
         claim_opts=z((b, n), np.uint8),
         claim_choice=z((b, n), np.int8, -1),
         pass_lock=z((b, n), bool),
-        baopai=z((b, n, n), np.int32),
+        baopai=z((b, n, n), np.int64),
         baoting=z((b, n), np.int8),
         dealt_ready=z((b, n), bool),
         yaoji_seat=z(b, np.int8, -1),
@@ -163,9 +163,9 @@ def empty_state(batch: int, num_players: int) -> State:
         end=z(b, np.int8),
         winners=z((b, n), bool),
         flip=z(b, np.int8, -1),
-        ledger=z((b, n, n, len(ITEMS)), np.int32),
+        ledger=z((b, n, n, len(ITEMS)), np.int64),
         next_dealer=z(b, np.int8, -1),
-        next_streak=z(b, np.int16),
+        next_streak=z(b, np.int64),
         rec_seat=z((b, MAX_DECISIONS), np.int8, -1),
         rec_action=z((b, MAX_DECISIONS), np.int8, -1),
         rec_len=z(b, np.int16),

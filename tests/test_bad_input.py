@@ -1,0 +1,272 @@
+"""Bad input to numbers, records and replay (issue 11): exact results or clear errors.
+
+Amounts are int64 end to end and every integer switch and the dealer streak are bounded so that
+they cannot overflow; a malformed record, its stored result included, is a ``RecordError`` naming
+the field, what it holds and what is allowed; the replay CLI reports a bad file and goes on.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.records import MAX_AMOUNT, RecordError, compare, parse, replay
+from zhuoji_env.rules import MAX_BASE_STAKE, MAX_STREAK, MAX_VALUE, Rules
+
+RECORDS = Path(__file__).parent / "data" / "records"
+replay_cli = importlib.import_module("zhuoji_env.replay")
+
+
+def sample(name: str) -> dict:
+    return json.loads((RECORDS / name).read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------- numbers
+def _extreme(preset: str, base_stake: int) -> Rules:
+    return Rules.make(
+        preset,
+        gangkai_bonus=MAX_VALUE,
+        chicken_unit=MAX_VALUE,
+        chongfeng=MAX_VALUE,
+        dou_values=[MAX_VALUE] * 3,
+        base_stake=base_stake,
+        hands_per_game=4,
+        **({} if preset == "app" else {"zimo_bonus": MAX_VALUE}),
+    )
+
+
+def _play(rules: Rules, seed: int, batch: int):
+    """Rewards of every step and final scores of ``batch`` matches of random play."""
+    game = BatchGame(rules, batch, seed=seed, auto_reset=False, keep_records=True)
+    rng = np.random.default_rng(seed)
+    rewards, records = [], []
+    final = np.zeros((batch, rules.num_players), dtype=object)
+    while not game.over.all():
+        out = game.step(game.random_actions(rng))
+        assert out.rewards.dtype == np.int64 and out.final_scores.dtype == np.int64
+        rewards.append(out.rewards.copy())
+        records += [rec for _, rec in out.records]
+        final[out.match_over] = out.final_scores[out.match_over]
+    return np.stack(rewards), final, records
+
+
+@pytest.mark.parametrize("preset", ["guiyang", "classic", "app"])
+def test_switches_at_their_bounds_in_matches(preset):
+    """Random matches with every switch at its bound: rewards and match totals are int64 and
+    exactly base_stake times those of base_stake 1 (amounts are linear in it)."""
+    one, one_final, _ = _play(_extreme(preset, 1), seed=7, batch=8)
+    big, big_final, records = _play(_extreme(preset, MAX_BASE_STAKE), seed=7, batch=8)
+    assert (big.astype(object) == one.astype(object) * MAX_BASE_STAKE).all()
+    assert (big_final == one_final * MAX_BASE_STAKE).all()
+    assert (big_final == big.astype(object).sum(0)).all()
+    for rec in records[:3]:
+        assert compare(rec["result"], replay(rec)) == []
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RECORDS.glob("*.json")))
+def test_sample_hands_at_the_bounds_are_exact(name):
+    """The twelve sample hands (wins with kongs and chickens, draws, robbed kongs) replayed with
+    every switch at its bound: each ledger line is exactly MAX_BASE_STAKE times the line with
+    base_stake 1 (far beyond 32 bits after a win), and the result is a valid stored result."""
+    rec = sample(name)
+    del rec["result"]
+    results = []
+    for stake in (1, MAX_BASE_STAKE):
+        rules = _extreme(rec["rules"]["preset"], stake).replace(**rec["rules"]["overrides"])
+        results.append(replay({**rec, "rules": rules.to_record()}))
+    small, big = results
+    assert big["ledger"] == [[p, q, v * MAX_BASE_STAKE, i] for p, q, v, i in small["ledger"]]
+    assert big["deltas"] == [d * MAX_BASE_STAKE for d in small["deltas"]]
+    top = max(line[2] for line in big["ledger"])
+    assert top <= MAX_AMOUNT
+    if big["end"] != "draw":
+        assert top > 2**31
+    parse({**rec, "rules": rules.to_record(), "result": big})
+
+
+@pytest.mark.parametrize(
+    "switch, value",
+    [
+        ("chicken_unit", 1_500_000_000),
+        ("base_stake", 1_000_000_000),
+        ("dou_values", [2, 3, 10**10]),
+        ("zimo_bonus", 10**12),
+        ("gangkai_bonus", MAX_VALUE + 1),
+        ("chongfeng", MAX_VALUE + 1),
+        ("hands_per_game", 1001),
+    ],
+)
+def test_switch_above_its_bound_refused(switch, value):
+    with pytest.raises(ValueError, match=f"switch '{switch}': bad value .*allowed .*1000") as e:
+        BatchGame("guiyang", 1, seed=0, **{switch: value})
+    assert "integer" in str(e.value)
+
+
+@pytest.mark.parametrize("streak", [32767, 65538, MAX_STREAK])
+def test_big_dealer_streak_is_exact(streak):
+    """guiyang-2-ron: dealer 1 (streak 2) and seat 3 win on seat 2's discard. Seat 2's hu payment
+    to the dealer carries +k, and the dealer's streak grows by one."""
+    rec = sample("guiyang-2-ron.json")
+    rec["dealer_streak"] = streak
+    got = replay(rec)
+    assert got["next_streak"] == streak + 1
+    shift = streak - 2
+    assert [2, 1, 12 + shift, "hu"] in got["ledger"]
+    assert got["deltas"] == [17, 9 + shift, -33 - shift, 7]
+    rec["result"] = got
+    assert parse(rec)[3] == streak
+
+
+@pytest.mark.parametrize("streak", [MAX_STREAK + 1, 2**70, -1, 1.0, True, "3"])
+def test_dealer_streak_out_of_range_refused(streak):
+    rec = sample("guiyang-2-ron.json")
+    rec["dealer_streak"] = streak
+    with pytest.raises(RecordError, match=rf"bad dealer_streak .*0-{MAX_STREAK}"):
+        replay(rec)
+
+
+def test_record_rules_above_bound_refused():
+    rec = sample("guiyang-1-zimo.json")
+    rec["rules"] = {"preset": "guiyang", "overrides": {"chicken_unit": 1_500_000_000}}
+    with pytest.raises(RecordError, match="bad rules: switch 'chicken_unit'.*1-1000000"):
+        replay(rec)
+
+
+# --------------------------------------------------------------------------- stored results
+def _set(path, value):
+    """A change to a record: set ``rec[path...]`` to ``value``."""
+
+    def change(rec):
+        target = rec
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def _append_line(line):
+    return lambda rec: rec["result"]["ledger"].append(line)
+
+
+def _drop(key):
+    return lambda rec: rec["result"].pop(key)
+
+
+BAD_RESULTS = [
+    ("result a list", _set(["result"], [1, 2]), "bad result: expected an object, got list"),
+    ("result a string", _set(["result"], "zimo"), "expected an object, got str"),
+    ("ledger a string", _set(["result", "ledger"], "1 0 3 hu"), "'ledger' '1 0 3 hu'"),
+    ("line of two fields", _set(["result", "ledger", 0], [1, 0]), r"\[payer, payee, amount, item"),
+    ("line not a list", _set(["result", "ledger", 0], {"a": 1}), "expected \\[payer"),
+    ("string amount", _set(["result", "ledger", 0, 2], "3"), "amount must be an integer 1-"),
+    ("float amount", _set(["result", "ledger", 0, 2], 3.0), "amount must be an integer 1-"),
+    ("zero amount", _append_line([1, 0, 0, "bao_ji"]), "amount must be an integer 1-"),
+    ("negative amount", _set(["result", "ledger", 0, 2], -3), "amount must be an integer 1-"),
+    ("huge amount", _set(["result", "ledger", 0, 2], 2**60), "amount must be an integer 1-"),
+    ("unknown item", _append_line([1, 0, 3, "tip"]), "unknown item 'tip', allowed \\['hu'"),
+    ("item a list", _set(["result", "ledger", 0, 3], ["hu"]), "unknown item \\['hu'\\]"),
+    ("pays itself", _set(["result", "ledger", 0, 1], 1), "two different seats 0-3"),
+    ("payer seat 4", _set(["result", "ledger", 0, 0], 4), "two different seats 0-3"),
+    ("second line", _append_line([1, 0, 1, "hu"]), "a second line for 1->0 hu"),
+    ("unknown key", _set(["result", "score"], 3), "unknown key 'score'"),
+    ("missing key", _drop("flip"), "no 'flip'"),
+    ("end unknown", _set(["result", "end"], "win"), "'end' 'win': expected one of"),
+    ("end a list", _set(["result", "end"], ["zimo"]), "'end' \\['zimo'\\]"),
+    ("winners unsorted", _set(["result", "winners"], [3, 1]), "ascending"),
+    ("winners twice", _set(["result", "winners"], [0, 0]), "distinct seats"),
+    ("winners a seat", _set(["result", "winners"], 0), "'winners' 0"),
+    ("flip bad code", _set(["result", "flip"], "0m"), "'flip': bad tile code '0m'"),
+    ("next_dealer 4", _set(["result", "next_dealer"], 4), "'next_dealer' 4: expected a seat 0-3"),
+    ("next_streak bool", _set(["result", "next_streak"], True), "'next_streak' True"),
+    ("next_streak -1", _set(["result", "next_streak"], -1), "'next_streak' -1"),
+    ("deltas short", _set(["result", "deltas"], [19, -7, -6]), "list of 4 integers"),
+    ("deltas string", _set(["result", "deltas", 0], "19"), "list of 4 integers"),
+]
+
+
+@pytest.mark.parametrize(
+    "change, message", [b[1:] for b in BAD_RESULTS], ids=[b[0] for b in BAD_RESULTS]
+)
+def test_malformed_result_refused(change, message):
+    rec = sample("guiyang-1-zimo.json")
+    change(rec)
+    with pytest.raises(RecordError, match=message):
+        replay(rec)
+
+
+def test_valid_sample_results_pass():
+    for path in sorted(RECORDS.glob("*.json")):
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        parse(rec)
+        assert compare(rec["result"], replay(rec)) == []
+
+
+# --------------------------------------------------------------------------- actions
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ([1, ["discard"]], r"action 0 \(seat 1\): bad action \['discard'\], expected a name"),
+        ([1, ["discard", "9s"]], r"bad action \['discard', '9s'\]"),
+        ([1, None], "bad action None"),
+        ([1, "discard", ["9s"]], r"action 0 \(seat 1\): bad tile \['9s'\], expected a code"),
+        ([1, "discard", True], "bad tile True"),
+        ([1, "discard", 9.0], "bad tile 9.0"),
+        ([1, "throw", "9s"], "unknown action 'throw'"),
+        (["discard"], r"action 0: expected \[seat, action\]"),
+    ],
+)
+def test_malformed_action_refused(entry, message):
+    rec = sample("guiyang-1-zimo.json")
+    rec["actions"][0] = entry
+    with pytest.raises(RecordError, match=message):
+        replay(rec)
+
+
+# --------------------------------------------------------------------------- the replay CLI
+def test_replay_cli_goes_on_after_a_bad_file(tmp_path, capsys):
+    """A non-UTF-8 file and a malformed result are reported per file; the good files still
+    replay, and the exit status at the end is 2."""
+    latin = tmp_path / "latin1.json"
+    latin.write_bytes('{"dealer": "é"}'.encode("latin-1"))
+    bad = sample("guiyang-1-zimo.json")
+    bad["result"]["ledger"][0] = [1, 0]
+    bad_path = tmp_path / "bad-result.json"
+    bad_path.write_text(json.dumps(bad), encoding="utf-8")
+    good = [RECORDS / "guiyang-1-zimo.json", RECORDS / "app-2-ron.json"]
+    files = [latin, good[0], bad_path, good[1], tmp_path / "missing.json", tmp_path]
+    assert replay_cli.main([str(f) for f in files]) == 2
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert [json.loads(line) for line in lines] == [replay(sample(f.name)) for f in good]
+    assert f"{latin}: error: not UTF-8 text (byte 0xe9 at offset 12)" in err
+    assert "a record is JSON in UTF-8" in err
+    assert f"{bad_path}: error: bad result ledger line 0 [1, 0]: expected [payer" in err
+    assert f"{good[0]}: result matches the record" in err
+    assert f"{good[1]}: result matches the record" in err
+    assert f"{tmp_path / 'missing.json'}: error: No such file or directory" in err
+    assert f"{tmp_path}: error: Is a directory" in err
+    assert "Traceback" not in err
+
+
+def test_replay_cli_difference_is_status_1(tmp_path, capsys):
+    rec = sample("guiyang-3-draw-chajiao.json")
+    rec["result"]["ledger"][0][2] = 2
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(rec), encoding="utf-8")
+    assert replay_cli.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: differs: ledger 1->0 chajiao: record has 2, replay gives 1" in err
+
+
+def test_replay_does_not_change_the_record():
+    rec = sample("app-4-qianggang.json")
+    before = copy.deepcopy(rec)
+    replay(rec)
+    assert rec == before

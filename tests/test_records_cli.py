@@ -1,0 +1,120 @@
+"""``python -m zhuoji_env.record`` (issue 11): bad flags are argparse errors with nothing
+written, ``hands_per_game`` plays matches, and game i's record does not depend on ``--n``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zhuoji_env.engine.records import compare, replay
+from zhuoji_env.record import main
+
+
+def run_error(capsys, argv) -> str:
+    """The argparse error message of a refused command line (exit status 2)."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def listing(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_out_is_a_file(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("keep\n")
+    msg = run_error(capsys, ["--n", "1", "--out", str(f)])
+    assert msg.endswith(f"error: --out: {f} is a file, not a folder")
+    assert f.read_text() == "keep\n" and listing(tmp_path) == ["afile"]
+
+
+def test_out_under_a_file(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("keep\n")
+    out = f / "deeper" / "records"
+    msg = run_error(capsys, ["--n", "1", "--out", str(out)])
+    assert msg.endswith(f"error: --out: {out} lies under {f}, which is a file, not a folder")
+    assert listing(tmp_path) == ["afile"]
+
+
+def test_out_under_a_root_that_cannot_hold_it(capsys):
+    msg = run_error(capsys, ["--n", "1", "--out", "/proc/zhuoji-no-such/records"])
+    assert msg.endswith(
+        "error: --out: cannot create /proc/zhuoji-no-such/records: No such file or directory"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),
+        (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
+        (["--n", "0"], "argument --n: expected an integer >= 1, got 0"),
+        (["--set", "hands_per_game=0"], "--set: switch 'hands_per_game': bad value 0"),
+        (["--set", "chicken_unit=1500000000"], "--set: switch 'chicken_unit': bad value"),
+        (["--set", "nosuch=1"], "--set: unknown switch 'nosuch'"),
+        (["--set", "baoting"], "--set: expected SWITCH=VALUE, got 'baoting'"),
+    ],
+)
+def test_bad_flags_write_nothing(tmp_path, capsys, argv, message):
+    out = tmp_path / "records"
+    msg = run_error(capsys, [*argv, "--out", str(out)])
+    assert message in msg
+    assert not out.exists()
+
+
+def read_all(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.json"))}
+
+
+def test_record_i_does_not_depend_on_n(tmp_path, capsys):
+    """Game i's wall and decisions are keyed by (seed, i): records 0-4 are byte-identical
+    whether 5 or 20 games are played, and they differ from another seed's."""
+    few, many, other = tmp_path / "few", tmp_path / "many", tmp_path / "other"
+    assert main(["--seed", "3", "--n", "5", "--out", str(few)]) == 0
+    assert main(["--seed", "3", "--n", "20", "--out", str(many)]) == 0
+    assert main(["--seed", "4", "--n", "5", "--out", str(other)]) == 0
+    assert "wrote 5 records of 5 games" in capsys.readouterr().out
+    a, b = read_all(few), read_all(many)
+    assert sorted(a) == [f"guiyang-3-{i}.json" for i in range(5)]
+    assert len(b) == 20
+    assert all(a[name] == b[name] for name in a)
+    c = read_all(other)
+    assert all(a[f"guiyang-3-{i}.json"] != c[f"guiyang-4-{i}.json"] for i in range(5))
+    walls = {json.loads(v)["wall"] for v in b.values()}
+    assert len(walls) == 20
+
+
+def test_hands_per_game_plays_matches(tmp_path, capsys):
+    """--set hands_per_game=3 plays matches of three hands (RULES.md 8.2): one record per hand,
+    named by game and hand, each saying hands_per_game 3, the dealer and streak carried from the
+    hand before; every record replays to its result."""
+    out = tmp_path / "m"
+    argv = ["--preset", "classic", "--seed", "11", "--n", "2", "--set", "hands_per_game=3"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "wrote 6 records of 2 games" in capsys.readouterr().out
+    recs = read_all(out)
+    assert sorted(recs) == [f"classic-11-{i}-{h}.json" for i in range(2) for h in range(3)]
+    for i in range(2):
+        match = [json.loads(recs[f"classic-11-{i}-{h}.json"]) for h in range(3)]
+        assert match[0]["dealer_streak"] == 0
+        for rec in match:
+            assert rec["rules"] == {"preset": "classic", "overrides": {"hands_per_game": 3}}
+            assert compare(rec["result"], replay(rec)) == []
+        for prev, nxt in zip(match, match[1:], strict=False):
+            assert nxt["dealer"] == prev["result"]["next_dealer"]
+            assert nxt["dealer_streak"] == prev["result"]["next_streak"]
+            assert nxt["wall"] != prev["wall"]
+    # The first hand of each match is the one-hand game of the same seed.
+    single = tmp_path / "s"
+    assert main(["--preset", "classic", "--seed", "11", "--n", "2", "--out", str(single)]) == 0
+    one = read_all(single)
+    for i in range(2):
+        first = json.loads(recs[f"classic-11-{i}-0.json"])
+        alone = json.loads(one[f"classic-11-{i}.json"])
+        assert first["wall"] == alone["wall"] and first["actions"] == alone["actions"]
