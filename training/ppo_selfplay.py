@@ -111,6 +111,7 @@ class Args:
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
     eval_opponents: str = "rule,random"
+    """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/ppo"
     save_every: int = 20
     resume: str = ""
@@ -167,7 +168,9 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None]:
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
-    check_agent_specs(args.eval_opponents, "eval_opponents", rules)
+    check_agent_specs(
+        args.eval_opponents, "eval_opponents", rules, allow_empty=args.eval_opponents == ""
+    )
     check_out_dir(args.out_dir)
     resumed = None
     if args.resume:
