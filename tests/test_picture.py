@@ -165,3 +165,32 @@ def test_ledger_rows_follow_rules_order():
         {"ledger": [[1, 0, 2, "chicken"], [2, 1, 12, "hu"], [0, 3, 1, "chajiao"], [2, 0, 3, "hu"]]}
     )
     assert rows == [(2, 0, 3, "hu"), (2, 1, 12, "hu"), (1, 0, 2, "chicken"), (0, 3, 1, "chajiao")]
+
+
+def test_environments_render_rgb_array_frames_of_the_table():
+    """``render_mode="rgb_array"``: the AEC env and SingleAgentEnv return the picture of
+    draw_game from the right seat, one fixed frame size for every step of a match."""
+    import zhuoji_env
+    from zhuoji_env import SingleAgentEnv
+
+    env = zhuoji_env.env(render_mode="rgb_array")
+    env.reset(seed=3)
+    shapes = set()
+    for agent in env.agent_iter(max_iter=40):
+        obs, _, term, trunc, _ = env.last()
+        frame = env.render()
+        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+        shapes.add(frame.shape)
+        seat = env.agents.index(agent) if agent in env.agents else 0
+        game = env.unwrapped.game
+        np.testing.assert_array_equal(frame, draw_game(game, viewer=seat, reveal=False))
+        env.step(None if term or trunc else int(obs["action_mask"].nonzero()[0][0]))
+    assert shapes == {(710, 960, 3)}
+
+    single = SingleAgentEnv(render_mode="rgb_array", render_all=True)
+    single.reset(seed=4)
+    frame = single.render()
+    np.testing.assert_array_equal(frame, draw_game(single.game, viewer=single.seat, reveal=True))
+    hidden = SingleAgentEnv(render_mode="rgb_array")
+    hidden.reset(seed=4)
+    assert (hidden.render() != frame).any()  # the other seats' concealed tiles face down

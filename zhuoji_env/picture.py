@@ -22,12 +22,7 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from PIL import Image, ImageDraw, ImageFont
-except ImportError as err:  # Pillow is an optional dependency of the package
-    raise ImportError(
-        "pictures of the table need Pillow >= 10.1: pip install 'zhuoji-env[analysis]'"
-    ) from err
+from PIL import Image, ImageDraw, ImageFont
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core

@@ -25,8 +25,9 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
 - ``illegal_action``: ``"penalty"`` (default of ``env()``) or ``"raise"`` (default of
   ``raw_env``); see *Actions given and illegal actions*.
 - ``illegal_reward``: the offender's reward under ``"penalty"`` (default below).
-- ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns the table as a string) or
-  ``"human"`` (prints it after every step and on ``render()``).
+- ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns the table as a string),
+  ``"human"`` (prints it after every step and on ``render()``) or ``"rgb_array"``
+  (``render()`` returns a uint8 ``[H, W, 3]`` picture of the table).
 - ``render_all`` (default False): show every seat's concealed tiles and concealed kongs.
 - ``viewer``: the seat whose concealed tiles are shown (default: the seat to act).
 - ``tile_style``: ``"code"`` (``5m``) or ``"unicode"`` (🀋).
@@ -148,6 +149,11 @@ its match score, its concealed tiles (the viewer's only, others as a count, unle
 ``render_all``), its melds (others' concealed kongs hidden), and its river in order, claimed
 discards in brackets. After the match ends every hand is shown with the result.
 
+``render_mode="rgb_array"`` draws the same table as a picture (:mod:`zhuoji_env.picture`: ASCII
+tile faces colour-coded by suit, chickens and the 冲锋鸡 marked, the flip tile once known, the
+last discard, tiles left and match scores); its size depends only on the number of seats, so
+video recorders can take the frames.
+
 ## Version history
 
 * v1: initial release (observation ``zhuoji-obs-v1``, record format ``zhuoji-record-1``).
@@ -186,6 +192,7 @@ from zhuoji_env.envs.common import (
     warn_illegal,
 )
 from zhuoji_env.envs.render import present, render_game
+from zhuoji_env.picture import draw_game
 from zhuoji_env.observation import encode_one, encode_state
 from zhuoji_env.rules import Rules
 
@@ -203,7 +210,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
     """The unwrapped PettingZoo AEC environment; see the module documentation."""
 
     metadata = {
-        "render_modes": ["human", "ansi"],
+        "render_modes": ["human", "ansi", "rgb_array"],
         "name": "zhuoji_v1",
         "is_parallelizable": False,
         "render_fps": 1,
@@ -377,8 +384,23 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     # ------------------------------------------------------------------ rendering
     def render(self, reveal: bool | None = None, viewer: int | None = None) -> str | None:
-        """The table (``ansi``: returned; ``human``: printed). See the module documentation."""
-        return present(self.render_mode, lambda: self.render_text(reveal=reveal, viewer=viewer))
+        """The table (``ansi``: returned; ``human``: printed; ``rgb_array``: a picture). See the
+        module documentation."""
+        return present(
+            self.render_mode,
+            lambda: self.render_text(reveal=reveal, viewer=viewer),
+            lambda: self.render_picture(reveal=reveal, viewer=viewer),
+        )
+
+    def render_picture(self, reveal: bool | None = None, viewer: int | None = None) -> np.ndarray:
+        """The table as a uint8 ``[H, W, 3]`` picture, whatever ``render_mode`` is."""
+        if self.game is None:
+            raise RuntimeError("call reset() before rendering")
+        return draw_game(
+            self.game,
+            viewer=self.viewer if viewer is None else viewer,
+            reveal=self.render_all if reveal is None else reveal,
+        )
 
     def render_text(self, reveal: bool | None = None, viewer: int | None = None) -> str:
         """The table as a string, whatever ``render_mode`` is."""

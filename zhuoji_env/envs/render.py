@@ -1,4 +1,5 @@
-"""The environments' text table (``render_mode="ansi"`` and ``"human"``).
+"""The environments' renderings: a text table (``render_mode="ansi"`` and ``"human"``) and a
+picture (``"rgb_array"``, drawn by :mod:`zhuoji_env.picture`).
 
 :func:`render_table` draws one game of a :class:`~zhuoji_env.engine.state.State` batch as seen
 by one seat; :func:`render_game` draws a one-game :class:`~zhuoji_env.engine.game.BatchGame`
@@ -33,12 +34,19 @@ from zhuoji_env.tiles import CODES, UNICODE, kind
 __all__ = ["present", "render_game", "render_table"]
 
 
-def present(render_mode: str | None, make_text: Callable[[], str]) -> str | None:
-    """``render()``: the text returned (``ansi``) or printed (``human``); a warning and
-    nothing without a render mode (Gymnasium's convention)."""
+def present(
+    render_mode: str | None,
+    make_text: Callable[[], str],
+    make_picture: Callable[[], np.ndarray],
+) -> str | np.ndarray | None:
+    """``render()``: the text returned (``ansi``) or printed (``human``), or the picture of
+    :mod:`zhuoji_env.picture` (``rgb_array``, uint8 ``[H, W, 3]``); a warning and nothing
+    without a render mode (Gymnasium's convention)."""
     if render_mode is None:
         gymnasium.logger.warn("You are calling render method without specifying any render mode.")
         return None
+    if render_mode == "rgb_array":
+        return make_picture()
     text = make_text()
     if render_mode == "human":
         print(text)

@@ -69,7 +69,8 @@ Determinism
 
 Rendering
     ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
-    :func:`zhuoji_env.envs.render.render_table` seen from the learner's seat.
+    :func:`zhuoji_env.envs.render.render_table` seen from the learner's seat;
+    ``"rgb_array"`` returns its picture (:func:`zhuoji_env.picture.draw_game`).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ from zhuoji_env.envs.common import (
 )
 from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one
+from zhuoji_env.picture import draw_game
 from zhuoji_env.rules import Rules
 
 __all__ = ["SingleAgentEnv"]
@@ -114,7 +116,7 @@ __all__ = ["SingleAgentEnv"]
 class SingleAgentEnv(gymnasium.Env):
     """A learner's seat against fixed opponents; see the module documentation."""
 
-    metadata = {"render_modes": ["human", "ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 1}
 
     def __init__(
         self,
@@ -295,7 +297,17 @@ class SingleAgentEnv(gymnasium.Env):
         return g.mask[0].copy()
 
     def render(self):
-        return present(self.render_mode, self.render_text)
+        """The table seen from the learner's seat: text (``ansi``/``human``) or a uint8
+        ``[H, W, 3]`` picture (``rgb_array``)."""
+        return present(self.render_mode, self.render_text, self.render_picture)
+
+    def render_picture(self, reveal: bool | None = None) -> np.ndarray:
+        """The table seen from the learner's seat as a picture, whatever ``render_mode`` is."""
+        if self.game is None:
+            raise RuntimeError("call reset() before rendering")
+        return draw_game(
+            self.game, viewer=self.seat, reveal=self.render_all if reveal is None else reveal
+        )
 
     def render_text(self, reveal: bool | None = None) -> str:
         """The table seen from the learner's seat, whatever ``render_mode`` is."""
