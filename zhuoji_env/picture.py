@@ -21,7 +21,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-
 from PIL import Image, ImageDraw, ImageFont
 
 from zhuoji_env.engine import actions as A

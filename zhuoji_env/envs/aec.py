@@ -192,8 +192,8 @@ from zhuoji_env.envs.common import (
     warn_illegal,
 )
 from zhuoji_env.envs.render import present, render_game
-from zhuoji_env.picture import draw_game
 from zhuoji_env.observation import encode_one, encode_state
+from zhuoji_env.picture import draw_game
 from zhuoji_env.rules import Rules
 
 __all__ = ["env", "raw_env"]
