@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.stamp
 # local CPU wheel in seconds, while an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: venv demo test lint format bench clean
+.PHONY: venv browser demo test lint format bench clean
 
 venv: $(STAMP)
 
@@ -24,8 +24,15 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(PY) -m training.demo
 
+# The replay viewer is tested in a real headless Chromium (tests/test_view_browser.py): Debian's
+# package, installed here when missing (as root). Without it that test skips, except under CI=true.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
+	echo "make test: could not install chromium; the browser test skips (fails under CI=true)" >&2
+
 # pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
-test: venv
+test: venv browser
 	@$(PY) -m pytest -n 2 -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 		echo "make test: FAILED - pytest collected no tests (exit code 5)" >&2; exit 1; \

@@ -1,6 +1,6 @@
 """The replay viewer page in a real headless Chromium, driven by Playwright.
 
-Chromium comes from the system (Debian's ``chromium`` package, which ``.ci/run`` installs when
+Chromium comes from the system (Debian's ``chromium`` package, which ``make test`` installs when
 it is missing) and is started with ``executable_path``; Playwright's own browser downloads are
 not used. Without Chromium this test fails (in CI) rather than skipping: the viewer is only
 tested here.
