@@ -631,8 +631,9 @@ def test_qianggang_plus_nine_burn_app():
 
 
 def test_qianggang_dealer_robbed_with_streak():
-    """抢杠 pay_for_all when the robbed seat is the dealer with streak 2: its single payment of
-    3 x 2 carries +2 once (reading of 8.2: one hand payment between the dealer and the winner)."""
+    """抢杠 pay_for_all (包三家) when the robbed seat is the dealer with streak 2: it pays what the
+    three others would have paid on the self-drawn win, 3 x 2 + the streak term of its own
+    payment (+2); the two other payers' payments carry none (RULES.md 7.2)."""
     hands = {0: "2p2p2m3m4m6p7p8p7s8s9m9m2s8m", 1: J1,
              2: "3p4p5m6m7m3s4s5s6m7m8m9s9s", 3: J3}  # fmt: skip
     actions = [
@@ -646,6 +647,45 @@ def test_qianggang_dealer_robbed_with_streak():
     # holds one 2m: 1 from each. s0 = -8 + 3 = -5; s1 -1; s2 = 8 - 1 = 7; s3 -1.
     ledger = [[0, 2, 8, "hu"]] + pays((1, 2, 3), 0, chicken=1)
     check(rec, result("qianggang", [2], "1m", 2, 0, [-5, -1, 7, -1], ledger))
+
+
+ROBBER = "3p4p5m6m7m3s4s5s6m7m8m9s9s"  # plain, waits 2p / 5p, no kong
+
+
+# The rob of a 2p 转弯豆 with the dealer as the robber or as a third seat (streak 2). Seat 1
+# (ROB_PONGER, never ready) pongs the dealer's first discard 2p, discards 1m, later draws the
+# last 2p and adds it to its pong; seat 0 (ROBBER: 234p 567m 345s 678m 99s with 2p, a plain 平胡)
+# robs it. The other discards (9p, 2s, 8s, each just drawn) nobody can claim. Flip 5s -> 6s: no
+# seat holds a 6s or a 1s, so no chickens; no kong stands (the robbed one is void).
+ROB_PONGER = "1m1m4m4m7m5p5p8p8p2p2p9s9s"  # J1 with 2p2p for 3s6s
+ROB_ACTIONS_AFTER_THE_PONG = [
+    [1, "discard", "1m"], [2, "discard", "9p"], [3, "discard", "2s"], [0, "discard", "8s"],
+    [1, "bugang", "2p"], [0, "hu"],
+]  # fmt: skip
+ROB_LIVE = "9p2s8s2p" + "5s"
+
+
+def test_qianggang_dealer_robs_with_streak():
+    """抢杠 pay_for_all (包三家) when the robber is the dealer with streak 2: each of the three
+    other seats would have paid the hand value + 2 on its self-drawn win, so the robbed seat
+    pays 3 x (2 + 2) (RULES.md 7.2: (n-1) x k when the winner is the dealer)."""
+    hands = {0: ROBBER + "2p", 1: ROB_PONGER, 2: J2, 3: J3}  # the dealer's 14 tiles win; it
+    actions = [[0, "discard", "2p"], [1, "pong"]] + ROB_ACTIONS_AFTER_THE_PONG  # declines
+    rec = record(hands, actions, live=ROB_LIVE, streak=2)
+    # hand value: 平胡 1 + 自摸 1 = 2. Seat 1 pays 3 x 2 + 3 x 2 = 12. The dealer wins: it deals
+    # again with streak 3. deltas: +12, -12, 0, 0.
+    check(rec, result("qianggang", [0], "5s", 0, 3, [12, -12, 0, 0], [[1, 0, 12, "hu"]]))
+
+
+def test_qianggang_dealer_third_seat_with_streak():
+    """抢杠 pay_for_all (包三家) when the dealer (seat 3, streak 2) is neither the robber nor the
+    robbed seat: the dealer is one of the payers the robbed seat stands in for, so it pays
+    3 x 2 + 2 (k once) -- RULES.md 7.2 (sample record guiyang-4 has this case)."""
+    hands = {3: J3 + "2p", 0: ROBBER, 1: ROB_PONGER, 2: J2}
+    actions = [[3, "discard", "2p"], [1, "pong"]] + ROB_ACTIONS_AFTER_THE_PONG
+    rec = record(hands, actions, dealer=3, live=ROB_LIVE, streak=2)
+    # hand value 2; seat 1 pays 3 x 2 + 2 = 8. The deal passes to the winner, streak 0.
+    check(rec, result("qianggang", [0], "5s", 0, 0, [8, -8, 0, 0], [[1, 0, 8, "hu"]]))
 
 
 def test_rerpao_two_winners_each_get_the_extra():
@@ -720,9 +760,6 @@ def test_rerpao_after_a_late_kong(preset, ledger):
     check(rec, result("ron", [3], "9s", 3, 0, [0, -total, 0, total], ledger))
 
 
-ROBBER = "3p4p5m6m7m3s4s5s6m7m8m9s9s"  # plain, waits 2p / 5p, no kong
-
-
 def test_angang_cannot_be_robbed():
     """3.3: an angang opens no rob window: seat 2 waits on 2p, yet after the dealer's 闷豆 of
     its dealt four 2p the dealer's next decision (hu on its replacement) follows at once."""
@@ -775,6 +812,35 @@ def test_rerpao_transfer_uses_the_ruleset_kong_values():
     # s0 -1; s1 = -7 + 3 = -4; s2 -1; s3 = 7 - 1 = 6.
     ledger = [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]] + pays((0, 2, 3), 1, chicken=1)
     check(rec, result("ron", [3], "1m", 3, 0, [-1, -4, -1, 6], ledger))
+
+
+@pytest.mark.parametrize(
+    "overrides, ledger, deltas",
+    [
+        # 双杀 (guiyang's ready_required): seat 1 is not ready, so its void 闷豆 would have
+        # collected nothing under 7.3: rerpao 0. Only hu 1 is paid (no ready seat holds 2m).
+        ({"rerpao": "transfer"}, [[1, 3, 1, "hu"]], [0, -1, 0, 1]),
+        # without ready_required the 闷豆 would have collected 2 x 3 = 6: rerpao 6. Every seat
+        # with chickens collects: seat 0 two 2m (2 from each), seat 1 one 2m (1 from each).
+        # s0 = 6 - 1 = 5; s1 = -1 - 6 - 2 + 3 = -6; s2 = -2 - 1 = -3; s3 = 7 - 2 - 1 = 4.
+        (
+            {"rerpao": "transfer", "ready_required": False},
+            [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]]
+            + pays((1, 2, 3), 0, chicken=2)
+            + pays((0, 2, 3), 1, chicken=1),
+            [5, -6, -3, 4],
+        ),
+    ],
+    ids=["ready-required", "classic-collecting"],
+)
+def test_rerpao_transfer_discarder_not_ready(overrides, ledger, deltas):
+    """热炮 transfer with a discarder that is not ready at the end (example B with 2s5s8s for
+    seat 1's 2s3s4s): under ready_required the transfer is 0 (RULES.md 7.2)."""
+    hands = {**B_HANDS, 1: "7m7m7m7m2m3m4m5p6p7p2s5s8s9p"}
+    rec = record(hands, B_ACTIONS, overrides=overrides, dealer=1, live="1m", back="3p")
+    # seat 3 + 3p: 123p 456m 678s 567s 99s, 平胡 1 (热炮 passport). Seat 1 after discarding 3p
+    # holds 234m 567p 2s 5s 8s 9p + the void 闷豆 7m: not ready. Flip 1m -> 2m.
+    check(rec, result("ron", [3], "1m", 3, 0, deltas, ledger))
 
 
 # =============================================================================== 一炮多响
@@ -1111,6 +1177,30 @@ def test_chicken_baoji_river_and_chongfeng_app():
     ledger = pays((1, 2, 3), 0, hu=2, chicken=1)
     ledger += [[2, 0, 3, "bao_ji"], [3, 0, 1, "bao_ji"]]
     check(rec, result("zimo", [0], "1m", 0, 1, [13, -3, -6, -4], ledger))
+
+
+def test_chicken_baoji_to_a_ready_seat_without_chickens_app():
+    """app 包鸡 goes to every collecting seat (RULES.md 7.4): seat 1 is ready (waits 4p) and
+    holds no chicken at all, yet collects, so seats 2 and 3 pay it their 1s as they pay the
+    winner (the hands and play of the test above, with a ready seat 1)."""
+    hands = {
+        0: "2m3m4m6p7p8p6s7s8s9m9m4s5s8m",
+        1: "3m4m5m6p7p8p3s4s5s7s8s9s4p",  # ready on 4p; no 2m, no 1s
+        2: "2m2m5m5m8m3p3p6p6p9p2s5s1s",
+        3: "3m3m6m6m9m9m1p1p4p4p7p4s1s",
+    }
+    actions = [
+        [0, "discard", "8m"], [1, "discard", "9p"],
+        [2, "discard", "1s"], [3, "discard", "1s"], [0, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, preset="app", live="9p8s7s3s" + "1m")
+    # hu 2 (平胡 1 + 一扣二 1) and chicken 1 (2m) to the dealer from each. Seat 1's chicken
+    # total is 0, so it receives no chicken. 包鸡 from seat 2 (its 冲锋鸡, 3) and seat 3 (a river
+    # 1s, 1) to each collecting seat: the dealer and seat 1.
+    # s0 = 6 + 3 + 3 + 1 = 13; s1 = -3 + 3 + 1 = 1; s2 = -3 - 3 - 3 = -9; s3 = -3 - 1 - 1 = -5.
+    ledger = pays((1, 2, 3), 0, hu=2, chicken=1)
+    ledger += [[2, 0, 3, "bao_ji"], [3, 0, 1, "bao_ji"], [2, 1, 3, "bao_ji"], [3, 1, 1, "bao_ji"]]
+    check(rec, result("zimo", [0], "1m", 0, 1, [13, 1, -9, -5], ledger))
 
 
 SCOPE_ACTIONS = [

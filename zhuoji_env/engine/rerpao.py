@@ -64,16 +64,22 @@ def rerpao_extra(
     void_kongs: np.ndarray,
     meld: np.ndarray,
     late: np.ndarray,
+    discarder_ready: np.ndarray,
 ) -> np.ndarray:
     """``[k]``: the 热炮 extra (item ``rerpao``) the discarder pays each winner (RULES.md 7.2).
 
     ``plus_one`` and ``plus_one_burn``: 1. ``transfer``: what the discarder's void kongs
     (``void_kongs``, its ``meld`` types and ``late`` flags, all ``[k,27]``) would have collected
-    under 7.3 at the kong values in force, a late kong nothing.
+    under 7.3 at the kong values in force, a late kong nothing; and, as 7.3 pays a kong only
+    to a ready owner under ``ready_required`` (双杀), 0 there when the discarder is not ready at
+    the end of the hand (``discarder_ready``, ``[k]``).
     """
     if rules.rerpao != "transfer":
         return np.ones(void_kongs.shape[0], dtype=np.int64)
     n = rules.num_players
     an, bu, ming = rules.kong_values
     collected = np.array([0, 0, an * (n - 1), bu * (n - 1), ming])[meld]
-    return ((void_kongs & ~late) * collected).sum(-1)
+    extra = ((void_kongs & ~late) * collected).sum(-1)
+    if rules.ready_required:
+        extra = np.where(discarder_ready, extra, 0)
+    return extra

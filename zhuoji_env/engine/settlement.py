@@ -251,6 +251,7 @@ def _pay_rerpao(rules: Rules, h: _Ended, rerpao, disc, turn_kong) -> None:
         void_kongs=rerpao_void_kongs(turn_kong, rerpao),
         meld=h.meld[rows, disc],
         late=st.meld_late[e, disc],
+        discarder_ready=h.ready[rows, disc],
     )
     for w in range(rules.num_players):
         due = rerpao & h.winners[:, w]
@@ -264,18 +265,21 @@ def _qianggang_burned(rules: Rules, rob: np.ndarray) -> np.ndarray:
 
 def _pay_qianggang(rules: Rules, h: _Ended, value, plain, disc, rob) -> None:
     """抢杠 (RULES.md 7.2): the robbed seat alone pays each robber. ``pay_for_all`` (包三家):
-    (n-1) x the self-drawn hand value + k where the dealer is involved; ``plus_nine_burn``:
-    the hand value without a self-draw extra, + 9, + k (the seat is burned)."""
+    what every other seat would have paid on that self-drawn win, (n-1) x the hand value with
+    its 自摸 extra plus the streak terms of those payments (8.2): (n-1) x k when the robber is
+    the dealer, k once otherwise (robbed or not, the dealer is one of the payers it stands in
+    for). ``plus_nine_burn``: the hand value without a self-draw extra, + 9, + k between the
+    robbed seat and the robber where one is the dealer (the robbed seat is burned)."""
     st, e, rows, n = h.st, h.e, h.rows, rules.num_players
     for w in range(n):
         due = rob & h.winners[:, w]
         if not due.any():
             continue
-        s_term = streak_term(rules, st, e, disc, w)
         if rules.qianggang == "pay_for_all":
-            amount = (n - 1) * (value[:, w] + zimo_extra(rules, plain[:, w])) + s_term
+            streak = sum(streak_term(rules, st, e, o, w) for o in range(n) if o != w)
+            amount = (n - 1) * (value[:, w] + zimo_extra(rules, plain[:, w])) + streak
         else:
-            amount = value[:, w] + 9 + s_term
+            amount = value[:, w] + 9 + streak_term(rules, st, e, disc, w)
         h.ledger[rows, disc, w, I_HU] += np.where(due, amount, 0)
 
 
@@ -307,14 +311,14 @@ def _pay_chickens(rules: Rules, h: _Ended, burned: np.ndarray) -> None:
     unit, golden = _chicken_units(rules, h.flip)
     river_ex_chongfeng, chongfeng = _chongfeng(rules, h, golden)
     total = _chicken_totals(rules, h, unit, river_ex_chongfeng)
-    collect = _collecting_seats(rules, h, burned)
+    collect = _collecting_seats(rules, h, burned, total, chongfeng)
     others = ~np.eye(rules.num_players, dtype=bool)
     h.ledger[..., I_CHICKEN] += others * np.where(collect, total, 0)[:, None, :]
     h.ledger[..., I_CHONGFENG] += others * np.where(collect, chongfeng, 0)[:, None, :]
     if rules.zeren != "off":
         _pay_zeren(rules, h, unit[:, YAOJI], collect, burned)
     if rules.bao_ji:
-        _pay_bao_ji(rules, h, unit[:, YAOJI], river_ex_chongfeng, chongfeng, collect, total)
+        _pay_bao_ji(rules, h, unit[:, YAOJI], river_ex_chongfeng, chongfeng, collect)
 
 
 def _chicken_units(rules: Rules, flip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -370,13 +374,15 @@ def _chicken_totals(rules: Rules, h: _Ended, unit, river_ex_chongfeng) -> np.nda
     return total
 
 
-def _collecting_seats(rules: Rules, h: _Ended, burned: np.ndarray) -> np.ndarray:
-    """``[k,n]``: the seats that collect chickens (RULES.md 7.4 "Who collects"): never a
-    burned seat; with ``ready_required`` (双杀) only winners and ready seats."""
+def _collecting_seats(rules: Rules, h: _Ended, burned, total, chongfeng) -> np.ndarray:
+    """``[k,n]``: the collecting seats (RULES.md 7.4 "Who collects"), which receive chickens,
+    冲锋鸡, 责任鸡 and 包鸡: never a burned seat; with ``ready_required`` (双杀) the winners and
+    the ready seats, whatever their own chicken total; without it the seats whose chicken total,
+    冲锋鸡 included, is above 0."""
     collect = h.won[:, None] & ~burned
     if rules.ready_required:
-        collect &= h.ready
-    return collect
+        return collect & h.ready
+    return collect & (total + chongfeng > 0)
 
 
 def _pay_zeren(rules: Rules, h: _Ended, yaoji_unit, collect, burned) -> None:
@@ -394,14 +400,16 @@ def _pay_zeren(rules: Rules, h: _Ended, yaoji_unit, collect, burned) -> None:
         h.ledger[rows, cl, ys, I_ZEREN] += np.where(rev, yaoji_unit, 0)
 
 
-def _pay_bao_ji(rules: Rules, h: _Ended, yaoji_unit, river_ex_chongfeng, chongfeng, collect, total):
-    """包鸡 (RULES.md 7.4): a seat that is not ready pays each collecting seat with chickens the
-    ``1s`` in its discards and melds (at the ``1s`` unit) and its 冲锋鸡."""
+def _pay_bao_ji(rules: Rules, h: _Ended, yaoji_unit, river_ex_chongfeng, chongfeng, collect):
+    """包鸡 (RULES.md 7.4): a seat that is not ready (burned or not) pays each collecting seat,
+    whatever that seat's own chicken total, the ``1s`` in its discards (whatever
+    ``chicken_scope`` says) and melds at the ``1s`` unit, and its 冲锋鸡 at the 冲锋鸡 value;
+    concealed chickens are not charged."""
     n = rules.num_players
     owed = (river_ex_chongfeng[:, :, YAOJI] + h.mt[:, :, YAOJI]) * yaoji_unit[:, None] + chongfeng
     for i in range(n):
         for c in range(n):
             if i == c:
                 continue
-            due = h.won & ~h.ready[:, i] & collect[:, c] & (total[:, c] + chongfeng[:, c] > 0)
+            due = h.won & ~h.ready[:, i] & collect[:, c]
             h.ledger[:, i, c, I_BAO_JI] += np.where(due, owed[:, i], 0)
