@@ -7,8 +7,11 @@ discard (打牌) and the response window it opens; a pass, pong (碰) or 点豆 
 when nobody wins on the tile; the live or replacement draw that follows; a wall running out
 (黄庄); and the next actor's mask. Everything else (wins, concealed kongs and 转弯豆, 报听,
 robbing, pass-win penalties) returns ``None`` untouched for the array code to apply.
-``tests/test_engine_vs_reference.py`` plays games of every preset and many switches through
-both paths and compares every field of the state after every step.
+``tests/test_fastpath.py`` plays games of every preset and many switches through both paths
+and compares every field of the state after every step; in shadow mode
+(``ZHUOJI_FASTPATH_SHADOW=1``, which the test suite sets) ``core.step`` does the same check on
+every step it hands to this module. The rules shared with the array code (the 热炮 passport and
+the kongs of the turn) come from :mod:`~zhuoji_env.engine.rerpao`.
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ class State:
     drawn: np.ndarray  # int8 [B]: tile the turn seat drew most recently this turn; -1 after a pong
     drew: np.ndarray  # bool [B]: the turn seat has drawn this turn (a 自摸 is possible)
     rep_draw: np.ndarray  # bool [B]: the latest draw was a replacement (杠上开花)
-    turn_kong: np.ndarray  # bool [B,27]: kongs completed by the turn seat in this turn (热炮)
+    turn_kong: np.ndarray  # bool [B,27]: kongs the turn seat completed this turn (热炮, rerpao.py)
     discarded: np.ndarray  # bool [B,n]: the seat has made its first discard of the hand
     # --- claims
     claim_opts: np.ndarray  # uint8 [B,n]: claims offered in the window (bits hu 1, pong 2, kong 4)
