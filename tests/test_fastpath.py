@@ -9,6 +9,7 @@ step of every test the same way.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zlib
 
 import numpy as np
@@ -110,6 +111,11 @@ def _dealt(preset="guiyang"):
     return rules, core.deal(rules, wall, 0)
 
 
+def test_shadow_mode_is_on_in_the_test_suite():
+    """``tests/conftest.py`` sets ``ZHUOJI_FASTPATH_SHADOW`` before the engine is imported."""
+    assert os.environ[core.SHADOW_ENV] == "1" and core.SHADOW
+
+
 def test_shadow_mode_catches_a_planted_difference(monkeypatch):
     """A fast path that leaves one field wrong (here ``pass_lock``) is caught on that step,
     with the field named; without shadow mode the same step goes through unnoticed."""
@@ -122,12 +128,12 @@ def test_shadow_mode_catches_a_planted_difference(monkeypatch):
         return ended
 
     monkeypatch.setattr(fastpath, "step_one", planted)
-    monkeypatch.setenv(core.SHADOW_ENV, "1")
+    monkeypatch.setattr(core, "SHADOW", True)
     rules, st = _dealt()
     discard = np.array([int(np.flatnonzero(st.mask[0, :27])[0])])
     with pytest.raises(core.FastPathMismatchError, match=r"in: pass_lock$"):
         core.step(rules, st.copy(), discard)
-    monkeypatch.setenv(core.SHADOW_ENV, "0")
+    monkeypatch.setattr(core, "SHADOW", False)
     assert core.step(rules, st, discard).tolist() == [False]
     assert st.pass_lock[0, 3]
 
@@ -141,7 +147,7 @@ def test_shadow_mode_checks_the_ended_flag(monkeypatch):
         return None if ended is None else ~ended
 
     monkeypatch.setattr(fastpath, "step_one", flipped)
-    monkeypatch.setenv(core.SHADOW_ENV, "1")
+    monkeypatch.setattr(core, "SHADOW", True)
     rules, st = _dealt()
     discard = np.array([int(np.flatnonzero(st.mask[0, :27])[0])])
     with pytest.raises(core.FastPathMismatchError, match="ended"):

@@ -438,7 +438,10 @@ def legal_names(st: State, i: int) -> list[str]:
 
 
 SHADOW_ENV = "ZHUOJI_FASTPATH_SHADOW"
-"""Environment variable: set to ``1`` to check every fast-path step against the array code."""
+"""Environment variable: ``1`` checks every fast-path step against the array code."""
+SHADOW = os.environ.get(SHADOW_ENV, "0") != "0"
+"""Shadow mode, read from ``SHADOW_ENV`` when this module is first imported (once, as a step
+of the fast path costs about 25 us and a look-up in ``os.environ`` several)."""
 
 
 class FastPathMismatchError(RuntimeError):
@@ -451,12 +454,12 @@ def step(rules: Rules, st: State, actions, active=None) -> np.ndarray:
     Every action must be legal for its game's actor (``st.mask``); finished games take ``-1``.
     With ``active`` (bool ``[B]``) only those games move; the others take ``-1`` and keep
     their state. A batch of one takes the plain-Python :mod:`~zhuoji_env.engine.fastpath`
-    for the moves it covers. With ``ZHUOJI_FASTPATH_SHADOW=1`` in the environment (the test
-    suite sets it) each such step also runs the array code on a copy and raises
-    :class:`FastPathMismatchError` if any state field differs.
+    for the moves it covers. In shadow mode (:data:`SHADOW`: ``ZHUOJI_FASTPATH_SHADOW=1`` in
+    the environment, which the test suite sets) each such step also runs the array code on a
+    copy and raises :class:`FastPathMismatchError` if any state field differs.
     """
     if st.batch_size == 1 and active is None:
-        shadow = st.copy() if os.environ.get(SHADOW_ENV, "0") != "0" else None
+        shadow = st.copy() if SHADOW else None
         ended = fastpath.step_one(rules, st, actions)
         if ended is not None:
             if shadow is not None:
