@@ -22,12 +22,14 @@ Interpretations (where RULES.md leaves room; the twelve sample records agree wit
     in its discarder's river, is paid only as item ``chongfeng`` (value ``chongfeng`` x 2 when
     golden, NOT multiplied by ``chicken_unit``), never also as an ordinary river chicken
     (records guiyang-1/app-1: a river with two ``1s`` pays 1 chicken + 冲锋鸡).
- 7. A seat *collects* chickens when it is not burned, is a winner or ready (with
-    ``ready_required``), and its chicken total (ordinary + 冲锋鸡) is positive; collecting
-    seats are paid by every other seat (no netting between two collecting seats: example A).
- 8. 包鸡 (``bao_ji``): a non-ready seat pays each collecting seat ``chicken_unit`` (x2 golden)
-    per ``1s`` in its river (excluding its 冲锋鸡 tile) and in its melds, plus its 冲锋鸡 value
-    (record app-2: a 冲锋鸡 alone costs 3, not 3 + 1). Paid also by a burned seat.
+ 7. A seat *collects* (chickens, 冲锋鸡, 责任鸡, 包鸡) when it is not burned and, with
+    ``ready_required``, is a winner or ready, whatever its own chicken total (RULES.md 7.4);
+    without it, when its chicken total (ordinary + 冲锋鸡) is positive. Collecting seats are
+    paid by every other seat (no netting between two collecting seats: example A).
+ 8. 包鸡 (``bao_ji``): a non-ready seat pays each collecting seat (interp. 7, even one with no
+    chickens of its own) ``chicken_unit`` (x2 golden) per ``1s`` in its river (excluding its
+    冲锋鸡 tile) and in its melds, plus its 冲锋鸡 value (record app-2: a 冲锋鸡 alone costs 3,
+    not 3 + 1). Paid also by a burned seat.
  9. 责任鸡 ``on``: the discarder pays the claimer when the claimer collects (interp. 7, which
     always holds without ``ready_required`` since the claimer holds ``1s``). ``reversible``:
     otherwise, if the discarder is ready (winners count), the claimer is not, and the discarder
@@ -38,10 +40,13 @@ Interpretations (where RULES.md leaves room; the twelve sample records agree wit
 11. ``yaoji_river``: river tiles count only when they are ``1s`` (golden ``1s`` included).
 12. The dealer streak term ``+k`` is added once to each payment line between the dealer and
     another seat, in the item ``hu`` / ``chajiao`` / ``baopai``. For a 抢杠 ``pay_for_all``
-    the robbed seat's single payment is ``(n-1) x value + k`` when the dealer is involved.
-13. 热炮 ``transfer`` pays, to each winner, the nominal ``kong_values`` the void kongs would
-    have collected (闷豆 and 转弯豆 x (n-1), 点豆 x 1, late 0), ignoring ``ready_required``.
-    With several winners each receives the full 热炮 extra.
+    the robbed seat pays what every other seat would have paid on the self-drawn win: the sum
+    over the other seats o of ``value + k(o, winner)``, so ``(n-1) x k`` when the winner is the
+    dealer and ``k`` once when the dealer is the robbed seat or a third seat (RULES.md 7.2).
+13. 热炮 ``transfer`` pays, to each winner, the ``kong_values`` the void kongs would have
+    collected (闷豆 and 转弯豆 x (n-1), 点豆 x 1, late 0), and 0 when ``ready_required`` is on
+    and the discarder is not ready at the end of the hand. With several winners each receives
+    the full 热炮 extra.
 14. 热炮 voids exactly the kongs the discarder completed during the turn of the discard won on
     (a ``kong`` claimed from a discard belongs to the turn it starts).
 15. Kong payments need (with ``ready_required``) the owner ready at the end; a robbed seat is
@@ -79,8 +84,9 @@ Interpretations (where RULES.md leaves room; the twelve sample records agree wit
 What the twelve records confirm: 6 and 8 (冲锋鸡 paid once), the +k streak term in 自摸
 payments (guiyang-1), the two-winner dealer and streak growth (guiyang-2), late kongs paying
 nothing without ``ready_required`` (classic-1), 硬报 for a non-dealer dealt ready (app-4), the
-app 抢杠 amount (value + 20 + 9) and burning, the classic draw dealer (classic-3). The others are
-readings of RULES.md not exercised by the records.
+app 抢杠 amount (value + 20 + 9) and burning, the 包三家 streak term paid once when the dealer
+is a third seat (guiyang-4), the classic draw dealer (classic-3). The others are readings of
+RULES.md not exercised by the records.
 """
 
 from __future__ import annotations
@@ -582,6 +588,8 @@ class RefGame:
                                     "bugang": bu * (n - 1),
                                     "kong": ming,
                                 }[m.type]
+                            if r.ready_required and not ready[p]:
+                                extra = 0
                         else:
                             extra = 1
                         self._pay(p, w, extra, "rerpao")
@@ -590,7 +598,8 @@ class RefGame:
                 else:  # qianggang
                     if r.qianggang == "pay_for_all":
                         value += self._zimo_extra(plain)
-                        self._pay(p, w, (n - 1) * value + self._k(p, w), "hu")
+                        streak = sum(self._k(o, w) for o in range(n) if o != w)
+                        self._pay(p, w, (n - 1) * value + streak, "hu")
                     else:
                         self._pay(p, w, value + 9 + self._k(p, w), "hu")
                         burned.add(p)
@@ -696,7 +705,9 @@ class RefGame:
                 return False
             return ready[s] if r.ready_required else True
 
-        collects = [eligible(s) and chicken[s] + chong[s] > 0 for s in range(n)]
+        collects = [
+            eligible(s) and (r.ready_required or chicken[s] + chong[s] > 0) for s in range(n)
+        ]
         for s in range(n):
             if not collects[s]:
                 continue

@@ -17,6 +17,24 @@ from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import format_tiles, kind, parse_tiles
 
+VARIANTS = [  # rulesets played by the engine-vs-reference and fast-path tests
+    "guiyang",
+    "classic",
+    "app",
+    {"preset": "guiyang", "overrides": {"num_players": 3}},
+    {"preset": "app", "overrides": {"num_players": 3}},
+    {"preset": "guiyang", "overrides": {"flip_mode": "up_down", "pass_win": "forbid"}},
+    {"preset": "guiyang", "overrides": {"baoting": True, "base_stake": 2}},
+    {"preset": "classic", "overrides": {"pass_win": "forbid", "draw_dealer": "stay"}},
+    {"preset": "app", "overrides": {"pass_win": "penalty", "zeren": "on", "chongfeng": 1}},
+    {"preset": "guiyang", "overrides": {"rerpao": "transfer", "qianggang": "plus_nine_burn"}},
+    {"preset": "classic", "overrides": {"rerpao": "plus_one_burn", "chicken_scope": "all"}},
+    {"preset": "guiyang", "overrides": {"chicken_scope": "yaoji_river", "bao_ji": True}},
+    {"preset": "guiyang", "overrides": {"ready_required": False, "jian_dou_san": True}},
+    {"preset": "app", "overrides": {"zimo_bonus": 2, "units": "fan", "chicken_unit": 3}},
+    {"preset": "classic", "overrides": {"draw_dealer": "classic", "num_players": 3}},
+]
+
 
 def make_wall(dealer, hands, live="", back="", n=4, partial=False):
     """A wall (list of kinds) dealing ``hands`` (seat -> codes; the dealer's 14th code is its

@@ -401,6 +401,18 @@ def test_kong_and_chickens_without_ready_required():
     check(rec, result("zimo", [0], "1m", 0, 1, [5, 1, 1, -7], ledger))
 
 
+def test_kong_in_pong_turn_before_first_discard_is_timely():
+    """The dealt-quad exception also covers a turn that began with a pong: seat 1 (dealt four
+    2p) pongs the dealer's 5s as its first action and makes the angang before any discard."""
+    hands = {0: J1 + "5s", 1: "2p2p2p2p5s5s2m3m4m6p7p8p9m", 2: J2, 3: J3}
+    actions = [[0, "discard", "5s"], [1, "pong"], [1, "angang", "2p"], [1, "hu"]]
+    rec = record(hands, actions, live="1m", back="9m")
+    # replacement 9m: pong 5s, kong 2p, 234m 678p 99m: 平胡 1 + 1 + 杠上开花 1 = 3; dou_an 2
+    # (timely); flip 1m -> 2m: 1. Each pays 6: -6, 18, -6, -6.
+    ledger = pays((0, 2, 3), 1, hu=3, dou_an=2, chicken=1)
+    check(rec, result("zimo", [1], "1m", 1, 0, [-6, 18, -6, -6], ledger))
+
+
 # =============================================================================== 5.3 passport
 def test_passport_plain_ron_with_exposed_kong():
     """A plain hand may win on an ordinary discard when its owner has a kong (here a 点豆)."""
@@ -522,6 +534,35 @@ def test_baoting_shabao_discarder_declared():
     check(rec, result("ron", [2], "1m", 2, 0, [-18, -1, 20, -1], ledger))
 
 
+def test_baoting_hard_non_dealer_dealt_ready():
+    """硬报 for a non-dealer whose 13 dealt tiles were already ready (234m 678p 345s 99m 78s):
+    it declares on its first turn and self-draws 9s later: 1 + 1 + 20 = 22 (app)."""
+    hands = {0: J1 + "7m", 1: BT_DEALER[:-2], 2: J2, 3: J3}
+    actions = [
+        [0, "discard", "7m"], [1, "baoting"], [1, "discard", "8m"],  # drew 8m
+        [2, "discard", "9p"], [3, "discard", "2s"], [0, "discard", "3s"], [1, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, preset="app", live="8m9p2s3s9s" + "1m")
+    # hu 22 and chicken 1 (2m) from each: -23, 69, -23, -23.
+    ledger = pays((0, 2, 3), 1, hu=22, chicken=1)
+    check(rec, result("zimo", [1], "1m", 1, 0, [-23, 69, -23, -23], ledger))
+
+
+def test_baoting_classic_units():
+    """classic with baoting on: 硬报 is +200 (番 units); the declared dealer wins a plain hand
+    on a discard (passport) for 10 + 200."""
+    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
+    actions = [[0, "baoting"], [0, "discard", "8m"], [1, "discard", "6s"], [0, "hu"]]
+    rec = record(hands, actions, preset="classic", overrides={"baoting": True},
+                 live="6s" + "1m")  # fmt: skip
+    # hu 210 from seat 1. Chickens (classic, 10 each, every holder collects): flip 1m -> 2m;
+    # the dealer's one 2m = 10 from each; seat 2 (J2) 2m2m = 20 from each.
+    # s0 = 210 + 30 - 20 = 220; s1 = -210 - 10 - 20 = -240; s2 = -10 + 60 = 50; s3 = -30.
+    ledger = [[1, 0, 210, "hu"]] + pays((1, 2, 3), 0, chicken=10)
+    ledger += pays((0, 1, 3), 2, chicken=20)
+    check(rec, result("ron", [0], "1m", 0, 1, [220, -240, 50, -30], ledger))
+
+
 # =============================================================================== 7.2 热炮, 抢杠
 B_HANDS = {
     1: "7m7m7m7m2m3m4m5p6p7p2s3s4s9p",
@@ -590,8 +631,9 @@ def test_qianggang_plus_nine_burn_app():
 
 
 def test_qianggang_dealer_robbed_with_streak():
-    """抢杠 pay_for_all when the robbed seat is the dealer with streak 2: its single payment of
-    3 x 2 carries +2 once (reading of 8.2: one hand payment between the dealer and the winner)."""
+    """抢杠 pay_for_all (包三家) when the robbed seat is the dealer with streak 2: it pays what the
+    three others would have paid on the self-drawn win, 3 x 2 + the streak term of its own
+    payment (+2); the two other payers' payments carry none (RULES.md 7.2)."""
     hands = {0: "2p2p2m3m4m6p7p8p7s8s9m9m2s8m", 1: J1,
              2: "3p4p5m6m7m3s4s5s6m7m8m9s9s", 3: J3}  # fmt: skip
     actions = [
@@ -605,6 +647,200 @@ def test_qianggang_dealer_robbed_with_streak():
     # holds one 2m: 1 from each. s0 = -8 + 3 = -5; s1 -1; s2 = 8 - 1 = 7; s3 -1.
     ledger = [[0, 2, 8, "hu"]] + pays((1, 2, 3), 0, chicken=1)
     check(rec, result("qianggang", [2], "1m", 2, 0, [-5, -1, 7, -1], ledger))
+
+
+ROBBER = "3p4p5m6m7m3s4s5s6m7m8m9s9s"  # plain, waits 2p / 5p, no kong
+
+
+# The rob of a 2p 转弯豆 with the dealer as the robber or as a third seat (streak 2). Seat 1
+# (ROB_PONGER, never ready) pongs the dealer's first discard 2p, discards 1m, later draws the
+# last 2p and adds it to its pong; seat 0 (ROBBER: 234p 567m 345s 678m 99s with 2p, a plain 平胡)
+# robs it. The other discards (9p, 2s, 8s, each just drawn) nobody can claim. Flip 5s -> 6s: no
+# seat holds a 6s or a 1s, so no chickens; no kong stands (the robbed one is void).
+ROB_PONGER = "1m1m4m4m7m5p5p8p8p2p2p9s9s"  # J1 with 2p2p for 3s6s
+ROB_ACTIONS_AFTER_THE_PONG = [
+    [1, "discard", "1m"], [2, "discard", "9p"], [3, "discard", "2s"], [0, "discard", "8s"],
+    [1, "bugang", "2p"], [0, "hu"],
+]  # fmt: skip
+ROB_LIVE = "9p2s8s2p" + "5s"
+
+
+def test_qianggang_dealer_robs_with_streak():
+    """抢杠 pay_for_all (包三家) when the robber is the dealer with streak 2: each of the three
+    other seats would have paid the hand value + 2 on its self-drawn win, so the robbed seat
+    pays 3 x (2 + 2) (RULES.md 7.2: (n-1) x k when the winner is the dealer)."""
+    hands = {0: ROBBER + "2p", 1: ROB_PONGER, 2: J2, 3: J3}  # the dealer's 14 tiles win; it
+    actions = [[0, "discard", "2p"], [1, "pong"]] + ROB_ACTIONS_AFTER_THE_PONG  # declines
+    rec = record(hands, actions, live=ROB_LIVE, streak=2)
+    # hand value: 平胡 1 + 自摸 1 = 2. Seat 1 pays 3 x 2 + 3 x 2 = 12. The dealer wins: it deals
+    # again with streak 3. deltas: +12, -12, 0, 0.
+    check(rec, result("qianggang", [0], "5s", 0, 3, [12, -12, 0, 0], [[1, 0, 12, "hu"]]))
+
+
+def test_qianggang_dealer_third_seat_with_streak():
+    """抢杠 pay_for_all (包三家) when the dealer (seat 3, streak 2) is neither the robber nor the
+    robbed seat: the dealer is one of the payers the robbed seat stands in for, so it pays
+    3 x 2 + 2 (k once) -- RULES.md 7.2 (sample record guiyang-4 has this case)."""
+    hands = {3: J3 + "2p", 0: ROBBER, 1: ROB_PONGER, 2: J2}
+    actions = [[3, "discard", "2p"], [1, "pong"]] + ROB_ACTIONS_AFTER_THE_PONG
+    rec = record(hands, actions, dealer=3, live=ROB_LIVE, streak=2)
+    # hand value 2; seat 1 pays 3 x 2 + 2 = 8. The deal passes to the winner, streak 0.
+    check(rec, result("qianggang", [0], "5s", 0, 0, [8, -8, 0, 0], [[1, 0, 8, "hu"]]))
+
+
+def test_rerpao_two_winners_each_get_the_extra():
+    """热炮 (plus_one) with two winners: each receives its hand value and its own +1."""
+    hands = {
+        1: "7m7m7m7m2m3m4m5p6p7p2s3s4s9p",  # dealer: angang 7m, discards the replacement 3p
+        2: "4p5p1m2m3m6p7p8p2s3s4s8s8s",  # plain, waits 3p / 6p
+        3: "1p2p4m5m6m6s7s8s5s6s7s9s9s",  # plain, waits 3p
+        0: "1m1m4m8m8m1p4p4p8p8p2s5s5s",  # not ready
+    }
+    actions = [[1, "angang", "7m"], [1, "discard", "3p"], [2, "hu"], [3, "hu"]]
+    rec = record(hands, actions, dealer=1, live="9s", back="3p")
+    # 1 + rerpao 1 to each of 2 and 3. Flip 9s -> 1s (golden): no 1s anywhere.
+    # Next dealer: the first winner counting from the dealer (seat 1): seat 2.
+    ledger = [[1, w, 1, item] for w in (2, 3) for item in ("hu", "rerpao")]
+    check(rec, result("ron", [2, 3], "9s", 2, 0, [0, -4, 2, 2], ledger))
+
+
+BURN_HANDS = {
+    0: J1 + "8m",
+    1: "2p2p2p2p7s7s7s2m3m4m6p7p8p",  # dealt quad 2p, three 7s
+    2: J2,
+    3: "3m4m5m6m7m8m4p5p6p4s5s7p7p",  # plain, waits 3s / 6s
+}
+
+
+BURN_ACTIONS = [
+    [0, "discard", "8m"],
+    [1, "angang", "2p"], [1, "discard", "1p"],  # drew 9m; dealt-quad exception: timely
+    [2, "discard", "9p"], [3, "discard", "1p"], [0, "discard", "2s"],
+    [1, "angang", "7s"], [1, "discard", "3s"],  # drew 7s, replacement 3s
+    [3, "hu"],
+]  # fmt: skip
+
+
+def test_rerpao_voids_only_the_kongs_of_that_turn():
+    """热炮 plus_one voids only the kongs completed in the turn of the discard: seat 1's earlier
+    闷豆 of 2p still collects (seat 1 is ready on 9m), its 闷豆 of 7s does not."""
+    rec = record(BURN_HANDS, BURN_ACTIONS, live="9m9p1p2s7s" + "9s", back="1p3s")
+    # hu 1 + rerpao 1 from seat 1; dou_an 2 from each of 0, 2, 3 to seat 1 (the 2p kong).
+    # flip 9s -> 1s: no 1s anywhere. s0 = -2; s1 = -2 + 6 = 4; s2 = -2; s3 = 2 - 2 = 0.
+    ledger = [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]] + pays((0, 2, 3), 1, dou_an=2)
+    check(rec, result("ron", [3], "9s", 3, 0, [-2, 4, -2, 0], ledger))
+
+
+def test_rerpao_burn_voids_all_kongs_of_the_burned_seat():
+    """app 热炮 burns the discarder: even its earlier, valid 闷豆 collects nothing."""
+    rec = record(BURN_HANDS, BURN_ACTIONS, preset="app", live="9m9p1p2s7s" + "9s", back="1p3s")
+    check(rec, result("ron", [3], "9s", 3, 0, [0, -2, 0, 2],
+                      [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "preset, ledger",
+    [
+        # classic transfer: the void kong is late, worth 0: no rerpao line; hu 平胡 10
+        ("classic", [[1, 3, 10, "hu"]]),
+        # guiyang plus_one: hu 1 + rerpao 1
+        ("guiyang", [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]]),
+    ],
+)
+def test_rerpao_after_a_late_kong(preset, ledger):
+    """热炮 after a late kong (the bugang in a pong turn): still a 热炮 (passport for seat 3's
+    plain hand); under transfer a late kong transfers nothing. Flip 9s -> 1s: no 1s held."""
+    hands = {0: J1 + "2p", 1: K_HAND, 2: J2, 3: "3m4m5m6m7m8m4p5p6p4s5s7p7p"}
+    actions = [
+        [0, "discard", "2p"], [1, "pong"], [1, "bugang", "2p"],
+        [1, "discard", "3s"], [3, "hu"],  # the replacement 3s: 345m 678m 456p 345s 77p
+    ]  # fmt: skip
+    rec = record(hands, actions, preset=preset, live="9s", back="3s")
+    total = sum(line[2] for line in ledger)
+    check(rec, result("ron", [3], "9s", 3, 0, [0, -total, 0, total], ledger))
+
+
+def test_angang_cannot_be_robbed():
+    """3.3: an angang opens no rob window: seat 2 waits on 2p, yet after the dealer's 闷豆 of
+    its dealt four 2p the dealer's next decision (hu on its replacement) follows at once."""
+    hands = {0: "2p2p2p2p2m3m4m6p7p8p7s8s9m9m", 1: J1, 2: ROBBER, 3: J3}
+    rec = record(hands, [[0, "angang", "2p"], [0, "hu"]], live="1m", back="6s")
+    # hu 3 + dou_an 2 + chicken 1 (2m) from each; seat 2 is ready but holds no chicken.
+    ledger = pays((1, 2, 3), 0, hu=3, dou_an=2, chicken=1)
+    check(rec, result("zimo", [0], "1m", 0, 1, [18, -6, -6, -6], ledger))
+
+
+def test_late_bugang_can_be_robbed():
+    """4: a late bugang (in a pong turn) can still be robbed: seat 2 (plain) robs it."""
+    hands = {0: J1 + "2p", 1: K_HAND, 2: ROBBER, 3: J3}
+    actions = [[0, "discard", "2p"], [1, "pong"], [1, "bugang", "2p"], [2, "hu"]]
+    rec = record(hands, actions, live="1m")
+    # seat 2 + 2p: 234p 567m 345s 678m 99s = 1 + 1 (self-drawn) = 2; seat 1 pays 3 x 2 = 6.
+    # flip 1m -> 2m: seat 1 (pong 2p; 234m 678p 78s 99m: ready) one 2m = 1 from each.
+    # s0 = -1; s1 = -6 + 3 = -3; s2 = 6 - 1 = 5; s3 = -1.
+    ledger = [[1, 2, 6, "hu"]] + pays((0, 2, 3), 1, chicken=1)
+    check(rec, result("qianggang", [2], "1m", 2, 0, [-1, -3, 5, -1], ledger))
+
+
+def test_two_robbers_each_paid_for_all():
+    """Two seats rob one bugang (pay_for_all): the robbed seat pays each of them 3 x its own
+    value; the next dealer is the first winner counting from the dealer."""
+    hands = {
+        0: J1 + "2p",
+        1: "2p2p2m3m4m6p7p8p7s8s9m9m2s",
+        2: ROBBER,  # plain, waits 2p / 5p
+        3: "1p3p6p7p8p4s5s6s5m6m7m3m3m",  # plain, waits 2p
+    }
+    actions = [
+        [0, "discard", "2p"], [1, "pong"], [1, "discard", "2s"],
+        [2, "discard", "9p"], [3, "discard", "8s"], [0, "discard", "8m"],
+        [1, "bugang", "2p"], [2, "hu"], [3, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, live="9p8s8m2p" + "1m")
+    # each robber: 平胡 1 + 1 = 2, paid 3 x 2 = 6 by seat 1. flip 1m -> 2m: seat 1 (ready on
+    # 6s / 9s) one 2m = 1 from each. s0 -1; s1 = -12 + 3 = -9; s2 = 6 - 1 = 5; s3 = 5.
+    ledger = [[1, 2, 6, "hu"], [1, 3, 6, "hu"]] + pays((0, 2, 3), 1, chicken=1)
+    check(rec, result("qianggang", [2, 3], "1m", 2, 0, [-1, -9, 5, 5], ledger))
+
+
+def test_rerpao_transfer_uses_the_ruleset_kong_values():
+    """热炮 transfer under guiyang kong values (override rerpao transfer): example B's void 闷豆
+    would have collected 2 x 3 = 6, paid to the winner as rerpao."""
+    rec = record(B_HANDS, B_ACTIONS, overrides={"rerpao": "transfer"}, dealer=1, live="1m",
+                 back="3p")  # fmt: skip
+    # hu 1 + rerpao 6 from seat 1; seat 1 (ready, one 2m) collects 1 from each.
+    # s0 -1; s1 = -7 + 3 = -4; s2 -1; s3 = 7 - 1 = 6.
+    ledger = [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]] + pays((0, 2, 3), 1, chicken=1)
+    check(rec, result("ron", [3], "1m", 3, 0, [-1, -4, -1, 6], ledger))
+
+
+@pytest.mark.parametrize(
+    "overrides, ledger, deltas",
+    [
+        # 双杀 (guiyang's ready_required): seat 1 is not ready, so its void 闷豆 would have
+        # collected nothing under 7.3: rerpao 0. Only hu 1 is paid (no ready seat holds 2m).
+        ({"rerpao": "transfer"}, [[1, 3, 1, "hu"]], [0, -1, 0, 1]),
+        # without ready_required the 闷豆 would have collected 2 x 3 = 6: rerpao 6. Every seat
+        # with chickens collects: seat 0 two 2m (2 from each), seat 1 one 2m (1 from each).
+        # s0 = 6 - 1 = 5; s1 = -1 - 6 - 2 + 3 = -6; s2 = -2 - 1 = -3; s3 = 7 - 2 - 1 = 4.
+        (
+            {"rerpao": "transfer", "ready_required": False},
+            [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]]
+            + pays((1, 2, 3), 0, chicken=2)
+            + pays((0, 2, 3), 1, chicken=1),
+            [5, -6, -3, 4],
+        ),
+    ],
+    ids=["ready-required", "classic-collecting"],
+)
+def test_rerpao_transfer_discarder_not_ready(overrides, ledger, deltas):
+    """热炮 transfer with a discarder that is not ready at the end (example B with 2s5s8s for
+    seat 1's 2s3s4s): under ready_required the transfer is 0 (RULES.md 7.2)."""
+    hands = {**B_HANDS, 1: "7m7m7m7m2m3m4m5p6p7p2s5s8s9p"}
+    rec = record(hands, B_ACTIONS, overrides=overrides, dealer=1, live="1m", back="3p")
+    # seat 3 + 3p: 123p 456m 678s 567s 99s, 平胡 1 (热炮 passport). Seat 1 after discarding 3p
+    # holds 234m 567p 2s 5s 8s 9p + the void 闷豆 7m: not ready. Flip 1m -> 2m.
+    check(rec, result("ron", [3], "1m", 3, 0, deltas, ledger))
 
 
 # =============================================================================== 一炮多响
@@ -645,6 +881,40 @@ def test_three_winners_discarder_deals_streak_kept():
     ledger = [[0, 1, 6, "hu"], [0, 2, 11, "hu"], [0, 3, 11, "hu"]]
     ledger += pays((0, 2, 3), 1, chicken=3)
     check(rec, result("ron", [1, 2, 3], "8s", 0, 1, [-31, 15, 8, 8], ledger))
+
+
+def test_two_winners_including_the_dealer():
+    """Two winners, one of them the dealer (streak 1): the dealer deals again (it is the first
+    winner counting from itself) and its streak grows; its hu payment carries +1."""
+    hands = {
+        0: "2m2m3p3p6m6m4s4s8m8m1p1p5s5m",  # 七对, waits 5s (after discarding 5m)
+        1: "1m1m4m4m7m2p2p5p5p8p3s6s9s",
+        2: "7m7m7m8p8p8p7s7s7s9s9s5s5s",  # 大对子, waits 9s / 5s
+        3: "3m3m6m9m9m1p4p4p7p2s2s8s8s",
+    }
+    actions = [[0, "discard", "5m"], [1, "discard", "5s"], [2, "hu"], [0, "hu"]]
+    rec = record(hands, actions, live="5s" + "4s", streak=1)
+    # seat 1 pays the dealer 10 + 1 = 11 and seat 2 5. Flip 4s -> 5s: the dealer 5s x2 = 2
+    # from each; seat 2 5s x3 = 3 from each.
+    # s0 = 11 + 6 - 3 = 14; s1 = -16 - 2 - 3 = -21; s2 = 5 + 9 - 2 = 12; s3 = -2 - 3 = -5.
+    ledger = [[1, 0, 11, "hu"], [1, 2, 5, "hu"]]
+    ledger += pays((1, 2, 3), 0, chicken=2) + pays((0, 1, 3), 2, chicken=3)
+    check(rec, result("ron", [0, 2], "4s", 0, 2, [14, -21, 12, -5], ledger))
+
+
+def test_hu_beats_an_earlier_pong_choice():
+    """Response window: seat 1 (asked first) chooses pong, seat 2 (asked after it) chooses hu:
+    the win takes precedence and the pong never happens."""
+    hands = {
+        0: J3 + "9p",
+        1: "1m1m4m4m7m5p5p8p8p3s6s9p9p",  # pair of 9p, not ready
+        2: "2m2m5m5m3p3p6p6p2s2s8s8s9p",  # 七对, waits 9p
+        3: "1m4m7m7m2p2p5p8p2s5s5s9s9s",  # not ready
+    }
+    rec = record(hands, [[0, "discard", "9p"], [1, "pong"], [2, "hu"]], live="7s")
+    # 七对 10 from the dealer; flip 7s -> 8s: seat 2's 8s8s = 2 from each.
+    ledger = [[0, 2, 10, "hu"]] + pays((0, 1, 3), 2, chicken=2)
+    check(rec, result("ron", [2], "7s", 2, 0, [-12, -2, 16, -2], ledger))
 
 
 # =============================================================================== 7.5 黄庄查叫
@@ -692,6 +962,64 @@ def test_draw_classic_dealer_not_ready_first_ready_after_dealer():
     # seats 0 and 1 each pay seat 2 10 and seat 3 40: -50, -50, +20, +80.
     ledger = [[s, w, v, "chajiao"] for s in (0, 1) for w, v in ((2, 10), (3, 40))]
     check(rec, result("draw", [], None, 2, 0, [-50, -50, 20, 80], ledger))
+
+
+@pytest.mark.parametrize("preset", ["guiyang", "classic"])
+def test_draw_nobody_ready_nobody_pays(preset):
+    """黄庄 with no seat ready: nobody pays; the dealer deals again (draw_dealer stay, and
+    classic: 'if no seat ... is ready, the dealer deals again'), streak unchanged."""
+    hands = {0: J3 + "8m", 1: "1m1m4m4m7m5p5p8p8p3s6s9p9p", 2: J2,
+             3: "1m4m7m7m2p2p5p8p2s5s5s9s9s"}  # fmt: skip
+    rec = play_out(record(hands, [], preset=preset, streak=1))
+    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], []))
+
+
+def test_draw_kongs_are_not_paid():
+    """黄庄 after a timely 闷豆: no kong payments, only 查叫 (the dealer's 大对子 wait with its
+    kong: 5; seat 2's 平胡: 1)."""
+    hands = {
+        0: "2p2p2p2p1m1m1m3p3p3p5p5p7p7p",  # dealt quad 2p; then 大对子 wait 5p / 7p
+        1: "2m2m5m5m8m1p1p4p8p8p1s4s7s",  # not ready
+        2: "2s3s4m5m6m7m8m9m4p5p6p9s9s",  # plain wait 1s / 4s
+        3: "3m3m6m6m9m3p6p9p9p2s2s5s8s",  # not ready
+    }
+    rec = play_out(record(hands, [[0, "angang", "2p"]]))
+    # 1->0 5, 3->0 5, 1->2 1, 3->2 1; no dou_an. deltas: +10, -6, +2, -6.
+    ledger = [[1, 0, 5, "chajiao"], [3, 0, 5, "chajiao"], [1, 2, 1, "chajiao"],
+              [3, 2, 1, "chajiao"]]  # fmt: skip
+    check(rec, result("draw", [], None, 0, 0, [10, -6, 2, -6], ledger))
+
+
+def test_ready_excludes_a_fifth_copy():
+    """5.2: a seat whose only winning tile is a kind it holds all four of (1m1m1m1m 234p 567p
+    789s waits only on a fifth 1m) is not ready: at the 黄庄 it pays the ready dealer."""
+    hands = {0: BT_DEALER, 1: J2, 2: J3, 3: "1m1m1m1m2p3p4p5p6p7p7s8s9s"}
+    rec = play_out(record(hands, []))
+    # the dealer (plain wait 6s / 9s: 1) is the only ready seat: 1 from each: +3, -1, -1, -1.
+    ledger = pays((1, 2, 3), 0, chajiao=1)
+    check(rec, result("draw", [], None, 0, 0, [3, -1, -1, -1], ledger))
+
+
+def test_baoting_bonus_in_chajiao():
+    """app 黄庄查叫: the declared dealer (硬报) is ready on a plain hand: 1 + 20 = 21 from each
+    seat that is not ready. Its frozen hand discards every tile it draws."""
+    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
+    rec = play_out(record(hands, [[0, "baoting"], [0, "discard", "8m"]], preset="app"))
+    ledger = pays((1, 2, 3), 0, chajiao=21)
+    check(rec, result("draw", [], None, 0, 0, [63, -21, -21, -21], ledger))
+
+
+@pytest.mark.parametrize("preset", ["guiyang", "classic"])
+def test_draw_everybody_ready_nobody_pays(preset):
+    """7.5 / 8.1: every seat is ready at the 黄庄: nobody pays and the dealer deals again."""
+    hands = {
+        0: "1m1m1m2m2m2m3p3p3p5p5p7p7p9m",  # 大对子 wait 5p / 7p
+        1: "4m5m6m7m8m9m9p9p9p1s1s5s6s",  # plain wait 4s / 7s
+        2: DRAW_READY_2,
+        3: DRAW_READY_3,
+    }
+    rec = play_out(record(hands, [], preset=preset, streak=1))
+    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], []))
 
 
 # =============================================================================== 7.4 chickens
@@ -851,6 +1179,30 @@ def test_chicken_baoji_river_and_chongfeng_app():
     check(rec, result("zimo", [0], "1m", 0, 1, [13, -3, -6, -4], ledger))
 
 
+def test_chicken_baoji_to_a_ready_seat_without_chickens_app():
+    """app 包鸡 goes to every collecting seat (RULES.md 7.4): seat 1 is ready (waits 4p) and
+    holds no chicken at all, yet collects, so seats 2 and 3 pay it their 1s as they pay the
+    winner (the hands and play of the test above, with a ready seat 1)."""
+    hands = {
+        0: "2m3m4m6p7p8p6s7s8s9m9m4s5s8m",
+        1: "3m4m5m6p7p8p3s4s5s7s8s9s4p",  # ready on 4p; no 2m, no 1s
+        2: "2m2m5m5m8m3p3p6p6p9p2s5s1s",
+        3: "3m3m6m6m9m9m1p1p4p4p7p4s1s",
+    }
+    actions = [
+        [0, "discard", "8m"], [1, "discard", "9p"],
+        [2, "discard", "1s"], [3, "discard", "1s"], [0, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, preset="app", live="9p8s7s3s" + "1m")
+    # hu 2 (平胡 1 + 一扣二 1) and chicken 1 (2m) to the dealer from each. Seat 1's chicken
+    # total is 0, so it receives no chicken. 包鸡 from seat 2 (its 冲锋鸡, 3) and seat 3 (a river
+    # 1s, 1) to each collecting seat: the dealer and seat 1.
+    # s0 = 6 + 3 + 3 + 1 = 13; s1 = -3 + 3 + 1 = 1; s2 = -3 - 3 - 3 = -9; s3 = -3 - 1 - 1 = -5.
+    ledger = pays((1, 2, 3), 0, hu=2, chicken=1)
+    ledger += [[2, 0, 3, "bao_ji"], [3, 0, 1, "bao_ji"], [2, 1, 3, "bao_ji"], [3, 1, 1, "bao_ji"]]
+    check(rec, result("zimo", [0], "1m", 0, 1, [13, 1, -9, -5], ledger))
+
+
 SCOPE_ACTIONS = [
     [0, "discard", "1s"],
     [1, "discard", "9p"], [2, "discard", "2s"], [3, "discard", "7m"],
@@ -902,6 +1254,46 @@ def test_chicken_kong_60_classic():
     check(rec, result("zimo", [0], "1p", 0, 1, [300, -100, -100, -100], ledger))
 
 
+def test_chicken_first_1s_won_on_is_no_chongfeng():
+    """A win on the first discarded 1s: the tile is the winner's (3 x 1s with its pair), it is
+    not in the discarder's river and is no 冲锋鸡; the discarder (ready) still collects its own
+    chickens."""
+    hands = {0: "2m3m4m6p7p8p3s4s5s9m9m7s8s1s", 1: J1,
+             2: "1s1s7m7m7m2p2p2p9p9p9p5s5s", 3: J3}  # fmt: skip
+    rec = record(hands, [[0, "discard", "1s"], [2, "hu"]], live="1m")
+    # 大对子 5 from the dealer. flip 1m -> 2m. seat 2: 1s x3 = 3 from each; the dealer (ready
+    # on 6s / 9s) one 2m = 1 from each.
+    # s0 = -5 - 3 + 3 = -5; s1 = -3 - 1 = -4; s2 = 5 + 9 - 1 = 13; s3 = -4.
+    ledger = [[0, 2, 5, "hu"]] + pays((0, 1, 3), 2, chicken=3)
+    ledger += pays((1, 2, 3), 0, chicken=1)
+    check(rec, result("ron", [2], "1m", 2, 0, [-5, -4, 13, -4], ledger))
+
+
+def test_void_kong_tiles_still_count_as_chickens():
+    """Example B with flip 6m: the 热炮 voids seat 1's 闷豆 of 7m, but its four 7m are still
+    chickens, collected by seat 1 (ready on 9p)."""
+    rec = record(B_HANDS, B_ACTIONS, dealer=1, live="6m", back="3p")
+    # hu 1 + rerpao 1 from seat 1; chicken 4 to seat 1 from each of 0, 2, 3.
+    # s0 -4; s1 = -2 + 12 = 10; s2 -4; s3 = 2 - 4 = -2.
+    ledger = [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]] + pays((0, 2, 3), 1, chicken=4)
+    check(rec, result("ron", [3], "6m", 3, 0, [-4, 10, -4, -2], ledger))
+
+
+def test_chicken_zeren_golden():
+    """责任鸡 when 1s is golden (上下鸡, flip 2s: previous(2s) = 1s): the ponged 1s are worth 2
+    each and the 责任鸡 is 2."""
+    hands = {0: J1 + "1s", 1: "1s1s7m7m7m2p2p2p9s9s5s5s8m", 2: J2, 3: J3}
+    actions = [
+        [0, "discard", "1s"], [1, "pong"], [1, "discard", "8m"],
+        [2, "discard", "5s"], [1, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, overrides={"flip_mode": "up_down"}, live="5s" + "2s")
+    # 大对子 5 from seat 2; chickens 1s x3 x 2 = 6 (3s, the other flip chicken: none held);
+    # zeren 2 from seat 0. s0 = -6 - 2 = -8; s1 = 5 + 18 + 2 = 25; s2 = -11; s3 = -6.
+    ledger = [[2, 1, 5, "hu"], [0, 1, 2, "zeren"]] + pays((0, 2, 3), 1, chicken=6)
+    check(rec, result("ron", [1], "2s", 1, 0, [-8, 25, -11, -6], ledger))
+
+
 # =============================================================================== 5.4 pass-win
 PW_HANDS = {
     0: J1 + "8m",
@@ -941,6 +1333,91 @@ def test_pass_win_forbid():
                  overrides={"pass_win": "forbid"}, live="9p8m" + "6s")  # fmt: skip
     # 大对子 5 from the dealer; flip W[53] = 9p -> 1p: seat 2 holds none; no 1s.
     check(rec, result("ron", [2], "9p", 2, 0, [-5, 0, 5, 0], [[0, 2, 5, "hu"]]))
+
+
+def test_pass_win_penalty_on_a_rob():
+    """pass_win penalty on a rob: seat 2 passes its win on the dealer's 6s (seat 0 pongs it),
+    then, still locked (no draw since), chooses hu on seat 0's late bugang of 6s: void; seat 2
+    pays each other seat the value with the self-draw extra (10 + 1); the kong completes and
+    seat 0 wins on its replacement."""
+    hands = {
+        3: J3 + "6s",  # dealer
+        0: "6s6s6s1p2p3p4m5m6m7p8p9p2m",
+        1: J2,
+        2: "2s3s4s7s8s9s2s3s4s4s5s9s9s",  # bamboo flush, waits 3s / 6s
+    }
+    actions = [
+        [3, "discard", "6s"], [0, "pong"], [2, "pass"],
+        [0, "bugang", "6s"], [2, "hu"],  # void: seat 2 is locked
+        [0, "hu"],  # replacement 2m
+    ]  # fmt: skip
+    rec = record(hands, actions, dealer=3, live="9p", back="2m")
+    # baopai 2->0, 2->1, 2->3: 11 each. seat 0: 123p 456m 789p 22m + late kong 6s: 平胡 1 + 1 +
+    # 杠上开花 1 = 3 from each; the late kong pays nothing. flip 9p -> 1p: seat 0's one 1p = 1
+    # from each (seat 2, ready, holds no chicken).
+    # s0 = 11 + 9 + 3 = 23; s1 = 11 - 3 - 1 = 7; s2 = -33 - 3 - 1 = -37; s3 = 7.
+    ledger = [[2, s, 11, "baopai"] for s in (0, 1, 3)]
+    ledger += pays((1, 2, 3), 0, hu=3, chicken=1)
+    check(rec, result("zimo", [0], "9p", 0, 0, [23, 7, -37, 7], ledger))
+
+
+def test_pass_win_penalty_includes_own_baoting_bonus():
+    """app with pass_win penalty: the declared dealer passes seat 1's 6s, then takes hu on
+    seat 2's 9s while locked: void, it pays each seat 1 + its own 硬报 20 = 21 (baopai); it
+    later self-draws the last 9s: 1 + 1 + 20 = 22 from each."""
+    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
+    actions = [
+        [0, "baoting"], [0, "discard", "8m"],
+        [1, "discard", "6s"], [0, "pass"],
+        [2, "discard", "9s"], [0, "hu"], [1, "pass"],  # seat 1 (9s9s) asked after the dealer
+        [3, "discard", "7m"], [0, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, preset="app", overrides={"pass_win": "penalty"},
+                 live="6s9s7m9s" + "1m")  # fmt: skip
+    # baopai 21 to each; hu 22 and chicken 1 (2m) from each.
+    # s0 = -63 + 66 + 3 = 6; each other seat: 21 - 22 - 1 = -2.
+    ledger = [[0, s, 21, "baopai"] for s in (1, 2, 3)]
+    ledger += pays((1, 2, 3), 0, hu=22, chicken=1)
+    check(rec, result("zimo", [0], "1m", 0, 1, [6, -2, -2, -2], ledger))
+
+
+def test_pass_win_forbid_on_a_rob():
+    """pass_win forbid: the locked seat 2 is not asked about seat 0's bugang (no rob window
+    at all), so the kong completes and seat 0 wins on its replacement."""
+    hands = {3: J3 + "6s", 0: "6s6s6s1p2p3p4m5m6m7p8p9p2m", 1: J2,
+             2: "2s3s4s7s8s9s2s3s4s4s5s9s9s"}  # fmt: skip
+    actions = [[3, "discard", "6s"], [0, "pong"], [2, "pass"], [0, "bugang", "6s"], [0, "hu"]]
+    rec = record(hands, actions, dealer=3, overrides={"pass_win": "forbid"}, live="9p",
+                 back="2m")  # fmt: skip
+    # seat 0: 平胡 1 + 1 + 杠上开花 1 = 3 from each; late kong: 0; chicken 1p: 1 from each.
+    ledger = pays((1, 2, 3), 0, hu=3, chicken=1)
+    check(rec, result("zimo", [0], "9p", 0, 0, [12, -4, -4, -4], ledger))
+
+
+def test_pass_win_penalty_paid_on_a_draw():
+    """7.1: pass-win penalties are paid whatever the ending, a 黄庄 too. Seat 2's void win pays
+    5 to each (+1 with the dealer, streak 1); at the draw seat 2 is the only ready seat and
+    collects the same amounts as 查叫."""
+    actions = [[0, "discard", "8m"], [2, "pass"], [1, "discard", "9p"], [2, "hu"]]
+    rec = play_out(record(PW_HANDS, actions, live="9p", streak=1))
+    ledger = [[2, 0, 6, "baopai"], [2, 1, 5, "baopai"], [2, 3, 5, "baopai"]]
+    ledger += [[0, 2, 6, "chajiao"], [1, 2, 5, "chajiao"], [3, 2, 5, "chajiao"]]
+    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], ledger))
+
+
+@pytest.mark.parametrize("overrides", [{}, {"qianggang": "plus_nine_burn"}])
+def test_penalty_on_a_rob_includes_the_self_draw_extra_in_both_rob_modes(overrides):
+    """5.4: a locked seat that robs pays the pattern value plus the self-draw extra (not +9)."""
+    hands = {0: "4s1m1m1m2m2m2m3m3m3m5p5p5p9p", 1: "4s4s4s6m6m7m7m8m8m1p1p2p2p",
+             2: "1s2s3s5s6s7s8s8s8s9s9s2s3s", 3: "9m9m9m7p7p7p8p8p8p6p6p6p4p"}  # fmt: skip
+    acts = [[0, "discard", "4s"], [1, "pong"], [2, "pass"], [1, "bugang", "4s"], [2, "hu"]]
+    rec = play_out(record(hands, acts, overrides=overrides))
+    got = replay(rec)
+    assert compare(replay_record(rec), got) == []
+    baopai = sorted(line for line in got["ledger"] if line[3] == "baopai")
+    # seat 2 passed the flush win on 4s (locked), then chose hu on the robbed 4s:
+    # 清一色 10 + 自摸 1 = 11 to each other seat
+    assert baopai == [[2, 0, 11, "baopai"], [2, 1, 11, "baopai"], [2, 3, 11, "baopai"]]
 
 
 # =============================================================================== 8.2 streak
@@ -1035,389 +1512,3 @@ def test_switch_base_stake():
     rec = record(hands, [[0, "hu"]], overrides={"base_stake": 3}, live="4s")
     ledger = pays((1, 2, 3), 0, hu=6, chicken=6)
     check(rec, result("zimo", [0], "4s", 0, 1, [36, -12, -12, -12], ledger))
-
-
-# =============================================================================== more edges
-def test_kong_in_pong_turn_before_first_discard_is_timely():
-    """The dealt-quad exception also covers a turn that began with a pong: seat 1 (dealt four
-    2p) pongs the dealer's 5s as its first action and makes the angang before any discard."""
-    hands = {0: J1 + "5s", 1: "2p2p2p2p5s5s2m3m4m6p7p8p9m", 2: J2, 3: J3}
-    actions = [[0, "discard", "5s"], [1, "pong"], [1, "angang", "2p"], [1, "hu"]]
-    rec = record(hands, actions, live="1m", back="9m")
-    # replacement 9m: pong 5s, kong 2p, 234m 678p 99m: 平胡 1 + 1 + 杠上开花 1 = 3; dou_an 2
-    # (timely); flip 1m -> 2m: 1. Each pays 6: -6, 18, -6, -6.
-    ledger = pays((0, 2, 3), 1, hu=3, dou_an=2, chicken=1)
-    check(rec, result("zimo", [1], "1m", 1, 0, [-6, 18, -6, -6], ledger))
-
-
-def test_pass_win_penalty_on_a_rob():
-    """pass_win penalty on a rob: seat 2 passes its win on the dealer's 6s (seat 0 pongs it),
-    then, still locked (no draw since), chooses hu on seat 0's late bugang of 6s: void; seat 2
-    pays each other seat the value with the self-draw extra (10 + 1); the kong completes and
-    seat 0 wins on its replacement."""
-    hands = {
-        3: J3 + "6s",  # dealer
-        0: "6s6s6s1p2p3p4m5m6m7p8p9p2m",
-        1: J2,
-        2: "2s3s4s7s8s9s2s3s4s4s5s9s9s",  # bamboo flush, waits 3s / 6s
-    }
-    actions = [
-        [3, "discard", "6s"], [0, "pong"], [2, "pass"],
-        [0, "bugang", "6s"], [2, "hu"],  # void: seat 2 is locked
-        [0, "hu"],  # replacement 2m
-    ]  # fmt: skip
-    rec = record(hands, actions, dealer=3, live="9p", back="2m")
-    # baopai 2->0, 2->1, 2->3: 11 each. seat 0: 123p 456m 789p 22m + late kong 6s: 平胡 1 + 1 +
-    # 杠上开花 1 = 3 from each; the late kong pays nothing. flip 9p -> 1p: seat 0's one 1p = 1
-    # from each (seat 2, ready, holds no chicken).
-    # s0 = 11 + 9 + 3 = 23; s1 = 11 - 3 - 1 = 7; s2 = -33 - 3 - 1 = -37; s3 = 7.
-    ledger = [[2, s, 11, "baopai"] for s in (0, 1, 3)]
-    ledger += pays((1, 2, 3), 0, hu=3, chicken=1)
-    check(rec, result("zimo", [0], "9p", 0, 0, [23, 7, -37, 7], ledger))
-
-
-def test_rerpao_two_winners_each_get_the_extra():
-    """热炮 (plus_one) with two winners: each receives its hand value and its own +1."""
-    hands = {
-        1: "7m7m7m7m2m3m4m5p6p7p2s3s4s9p",  # dealer: angang 7m, discards the replacement 3p
-        2: "4p5p1m2m3m6p7p8p2s3s4s8s8s",  # plain, waits 3p / 6p
-        3: "1p2p4m5m6m6s7s8s5s6s7s9s9s",  # plain, waits 3p
-        0: "1m1m4m8m8m1p4p4p8p8p2s5s5s",  # not ready
-    }
-    actions = [[1, "angang", "7m"], [1, "discard", "3p"], [2, "hu"], [3, "hu"]]
-    rec = record(hands, actions, dealer=1, live="9s", back="3p")
-    # 1 + rerpao 1 to each of 2 and 3. Flip 9s -> 1s (golden): no 1s anywhere.
-    # Next dealer: the first winner counting from the dealer (seat 1): seat 2.
-    ledger = [[1, w, 1, item] for w in (2, 3) for item in ("hu", "rerpao")]
-    check(rec, result("ron", [2, 3], "9s", 2, 0, [0, -4, 2, 2], ledger))
-
-
-def test_two_winners_including_the_dealer():
-    """Two winners, one of them the dealer (streak 1): the dealer deals again (it is the first
-    winner counting from itself) and its streak grows; its hu payment carries +1."""
-    hands = {
-        0: "2m2m3p3p6m6m4s4s8m8m1p1p5s5m",  # 七对, waits 5s (after discarding 5m)
-        1: "1m1m4m4m7m2p2p5p5p8p3s6s9s",
-        2: "7m7m7m8p8p8p7s7s7s9s9s5s5s",  # 大对子, waits 9s / 5s
-        3: "3m3m6m9m9m1p4p4p7p2s2s8s8s",
-    }
-    actions = [[0, "discard", "5m"], [1, "discard", "5s"], [2, "hu"], [0, "hu"]]
-    rec = record(hands, actions, live="5s" + "4s", streak=1)
-    # seat 1 pays the dealer 10 + 1 = 11 and seat 2 5. Flip 4s -> 5s: the dealer 5s x2 = 2
-    # from each; seat 2 5s x3 = 3 from each.
-    # s0 = 11 + 6 - 3 = 14; s1 = -16 - 2 - 3 = -21; s2 = 5 + 9 - 2 = 12; s3 = -2 - 3 = -5.
-    ledger = [[1, 0, 11, "hu"], [1, 2, 5, "hu"]]
-    ledger += pays((1, 2, 3), 0, chicken=2) + pays((0, 1, 3), 2, chicken=3)
-    check(rec, result("ron", [0, 2], "4s", 0, 2, [14, -21, 12, -5], ledger))
-
-
-BURN_HANDS = {
-    0: J1 + "8m",
-    1: "2p2p2p2p7s7s7s2m3m4m6p7p8p",  # dealt quad 2p, three 7s
-    2: J2,
-    3: "3m4m5m6m7m8m4p5p6p4s5s7p7p",  # plain, waits 3s / 6s
-}
-BURN_ACTIONS = [
-    [0, "discard", "8m"],
-    [1, "angang", "2p"], [1, "discard", "1p"],  # drew 9m; dealt-quad exception: timely
-    [2, "discard", "9p"], [3, "discard", "1p"], [0, "discard", "2s"],
-    [1, "angang", "7s"], [1, "discard", "3s"],  # drew 7s, replacement 3s
-    [3, "hu"],
-]  # fmt: skip
-
-
-def test_rerpao_voids_only_the_kongs_of_that_turn():
-    """热炮 plus_one voids only the kongs completed in the turn of the discard: seat 1's earlier
-    闷豆 of 2p still collects (seat 1 is ready on 9m), its 闷豆 of 7s does not."""
-    rec = record(BURN_HANDS, BURN_ACTIONS, live="9m9p1p2s7s" + "9s", back="1p3s")
-    # hu 1 + rerpao 1 from seat 1; dou_an 2 from each of 0, 2, 3 to seat 1 (the 2p kong).
-    # flip 9s -> 1s: no 1s anywhere. s0 = -2; s1 = -2 + 6 = 4; s2 = -2; s3 = 2 - 2 = 0.
-    ledger = [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]] + pays((0, 2, 3), 1, dou_an=2)
-    check(rec, result("ron", [3], "9s", 3, 0, [-2, 4, -2, 0], ledger))
-
-
-def test_rerpao_burn_voids_all_kongs_of_the_burned_seat():
-    """app 热炮 burns the discarder: even its earlier, valid 闷豆 collects nothing."""
-    rec = record(BURN_HANDS, BURN_ACTIONS, preset="app", live="9m9p1p2s7s" + "9s", back="1p3s")
-    check(rec, result("ron", [3], "9s", 3, 0, [0, -2, 0, 2],
-                      [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]]))  # fmt: skip
-
-
-def test_chicken_first_1s_won_on_is_no_chongfeng():
-    """A win on the first discarded 1s: the tile is the winner's (3 x 1s with its pair), it is
-    not in the discarder's river and is no 冲锋鸡; the discarder (ready) still collects its own
-    chickens."""
-    hands = {0: "2m3m4m6p7p8p3s4s5s9m9m7s8s1s", 1: J1,
-             2: "1s1s7m7m7m2p2p2p9p9p9p5s5s", 3: J3}  # fmt: skip
-    rec = record(hands, [[0, "discard", "1s"], [2, "hu"]], live="1m")
-    # 大对子 5 from the dealer. flip 1m -> 2m. seat 2: 1s x3 = 3 from each; the dealer (ready
-    # on 6s / 9s) one 2m = 1 from each.
-    # s0 = -5 - 3 + 3 = -5; s1 = -3 - 1 = -4; s2 = 5 + 9 - 1 = 13; s3 = -4.
-    ledger = [[0, 2, 5, "hu"]] + pays((0, 1, 3), 2, chicken=3)
-    ledger += pays((1, 2, 3), 0, chicken=1)
-    check(rec, result("ron", [2], "1m", 2, 0, [-5, -4, 13, -4], ledger))
-
-
-def test_hu_beats_an_earlier_pong_choice():
-    """Response window: seat 1 (asked first) chooses pong, seat 2 (asked after it) chooses hu:
-    the win takes precedence and the pong never happens."""
-    hands = {
-        0: J3 + "9p",
-        1: "1m1m4m4m7m5p5p8p8p3s6s9p9p",  # pair of 9p, not ready
-        2: "2m2m5m5m3p3p6p6p2s2s8s8s9p",  # 七对, waits 9p
-        3: "1m4m7m7m2p2p5p8p2s5s5s9s9s",  # not ready
-    }
-    rec = record(hands, [[0, "discard", "9p"], [1, "pong"], [2, "hu"]], live="7s")
-    # 七对 10 from the dealer; flip 7s -> 8s: seat 2's 8s8s = 2 from each.
-    ledger = [[0, 2, 10, "hu"]] + pays((0, 1, 3), 2, chicken=2)
-    check(rec, result("ron", [2], "7s", 2, 0, [-12, -2, 16, -2], ledger))
-
-
-@pytest.mark.parametrize("preset", ["guiyang", "classic"])
-def test_draw_nobody_ready_nobody_pays(preset):
-    """黄庄 with no seat ready: nobody pays; the dealer deals again (draw_dealer stay, and
-    classic: 'if no seat ... is ready, the dealer deals again'), streak unchanged."""
-    hands = {0: J3 + "8m", 1: "1m1m4m4m7m5p5p8p8p3s6s9p9p", 2: J2,
-             3: "1m4m7m7m2p2p5p8p2s5s5s9s9s"}  # fmt: skip
-    rec = play_out(record(hands, [], preset=preset, streak=1))
-    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], []))
-
-
-def test_draw_kongs_are_not_paid():
-    """黄庄 after a timely 闷豆: no kong payments, only 查叫 (the dealer's 大对子 wait with its
-    kong: 5; seat 2's 平胡: 1)."""
-    hands = {
-        0: "2p2p2p2p1m1m1m3p3p3p5p5p7p7p",  # dealt quad 2p; then 大对子 wait 5p / 7p
-        1: "2m2m5m5m8m1p1p4p8p8p1s4s7s",  # not ready
-        2: "2s3s4m5m6m7m8m9m4p5p6p9s9s",  # plain wait 1s / 4s
-        3: "3m3m6m6m9m3p6p9p9p2s2s5s8s",  # not ready
-    }
-    rec = play_out(record(hands, [[0, "angang", "2p"]]))
-    # 1->0 5, 3->0 5, 1->2 1, 3->2 1; no dou_an. deltas: +10, -6, +2, -6.
-    ledger = [[1, 0, 5, "chajiao"], [3, 0, 5, "chajiao"], [1, 2, 1, "chajiao"],
-              [3, 2, 1, "chajiao"]]  # fmt: skip
-    check(rec, result("draw", [], None, 0, 0, [10, -6, 2, -6], ledger))
-
-
-def test_baoting_hard_non_dealer_dealt_ready():
-    """硬报 for a non-dealer whose 13 dealt tiles were already ready (234m 678p 345s 99m 78s):
-    it declares on its first turn and self-draws 9s later: 1 + 1 + 20 = 22 (app)."""
-    hands = {0: J1 + "7m", 1: BT_DEALER[:-2], 2: J2, 3: J3}
-    actions = [
-        [0, "discard", "7m"], [1, "baoting"], [1, "discard", "8m"],  # drew 8m
-        [2, "discard", "9p"], [3, "discard", "2s"], [0, "discard", "3s"], [1, "hu"],
-    ]  # fmt: skip
-    rec = record(hands, actions, preset="app", live="8m9p2s3s9s" + "1m")
-    # hu 22 and chicken 1 (2m) from each: -23, 69, -23, -23.
-    ledger = pays((0, 2, 3), 1, hu=22, chicken=1)
-    check(rec, result("zimo", [1], "1m", 1, 0, [-23, 69, -23, -23], ledger))
-
-
-def test_baoting_classic_units():
-    """classic with baoting on: 硬报 is +200 (番 units); the declared dealer wins a plain hand
-    on a discard (passport) for 10 + 200."""
-    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
-    actions = [[0, "baoting"], [0, "discard", "8m"], [1, "discard", "6s"], [0, "hu"]]
-    rec = record(hands, actions, preset="classic", overrides={"baoting": True},
-                 live="6s" + "1m")  # fmt: skip
-    # hu 210 from seat 1. Chickens (classic, 10 each, every holder collects): flip 1m -> 2m;
-    # the dealer's one 2m = 10 from each; seat 2 (J2) 2m2m = 20 from each.
-    # s0 = 210 + 30 - 20 = 220; s1 = -210 - 10 - 20 = -240; s2 = -10 + 60 = 50; s3 = -30.
-    ledger = [[1, 0, 210, "hu"]] + pays((1, 2, 3), 0, chicken=10)
-    ledger += pays((0, 1, 3), 2, chicken=20)
-    check(rec, result("ron", [0], "1m", 0, 1, [220, -240, 50, -30], ledger))
-
-
-def test_pass_win_penalty_includes_own_baoting_bonus():
-    """app with pass_win penalty: the declared dealer passes seat 1's 6s, then takes hu on
-    seat 2's 9s while locked: void, it pays each seat 1 + its own 硬报 20 = 21 (baopai); it
-    later self-draws the last 9s: 1 + 1 + 20 = 22 from each."""
-    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
-    actions = [
-        [0, "baoting"], [0, "discard", "8m"],
-        [1, "discard", "6s"], [0, "pass"],
-        [2, "discard", "9s"], [0, "hu"], [1, "pass"],  # seat 1 (9s9s) asked after the dealer
-        [3, "discard", "7m"], [0, "hu"],
-    ]  # fmt: skip
-    rec = record(hands, actions, preset="app", overrides={"pass_win": "penalty"},
-                 live="6s9s7m9s" + "1m")  # fmt: skip
-    # baopai 21 to each; hu 22 and chicken 1 (2m) from each.
-    # s0 = -63 + 66 + 3 = 6; each other seat: 21 - 22 - 1 = -2.
-    ledger = [[0, s, 21, "baopai"] for s in (1, 2, 3)]
-    ledger += pays((1, 2, 3), 0, hu=22, chicken=1)
-    check(rec, result("zimo", [0], "1m", 0, 1, [6, -2, -2, -2], ledger))
-
-
-def test_pass_win_forbid_on_a_rob():
-    """pass_win forbid: the locked seat 2 is not asked about seat 0's bugang (no rob window
-    at all), so the kong completes and seat 0 wins on its replacement."""
-    hands = {3: J3 + "6s", 0: "6s6s6s1p2p3p4m5m6m7p8p9p2m", 1: J2,
-             2: "2s3s4s7s8s9s2s3s4s4s5s9s9s"}  # fmt: skip
-    actions = [[3, "discard", "6s"], [0, "pong"], [2, "pass"], [0, "bugang", "6s"], [0, "hu"]]
-    rec = record(hands, actions, dealer=3, overrides={"pass_win": "forbid"}, live="9p",
-                 back="2m")  # fmt: skip
-    # seat 0: 平胡 1 + 1 + 杠上开花 1 = 3 from each; late kong: 0; chicken 1p: 1 from each.
-    ledger = pays((1, 2, 3), 0, hu=3, chicken=1)
-    check(rec, result("zimo", [0], "9p", 0, 0, [12, -4, -4, -4], ledger))
-
-
-def test_ready_excludes_a_fifth_copy():
-    """5.2: a seat whose only winning tile is a kind it holds all four of (1m1m1m1m 234p 567p
-    789s waits only on a fifth 1m) is not ready: at the 黄庄 it pays the ready dealer."""
-    hands = {0: BT_DEALER, 1: J2, 2: J3, 3: "1m1m1m1m2p3p4p5p6p7p7s8s9s"}
-    rec = play_out(record(hands, []))
-    # the dealer (plain wait 6s / 9s: 1) is the only ready seat: 1 from each: +3, -1, -1, -1.
-    ledger = pays((1, 2, 3), 0, chajiao=1)
-    check(rec, result("draw", [], None, 0, 0, [3, -1, -1, -1], ledger))
-
-
-def test_void_kong_tiles_still_count_as_chickens():
-    """Example B with flip 6m: the 热炮 voids seat 1's 闷豆 of 7m, but its four 7m are still
-    chickens, collected by seat 1 (ready on 9p)."""
-    rec = record(B_HANDS, B_ACTIONS, dealer=1, live="6m", back="3p")
-    # hu 1 + rerpao 1 from seat 1; chicken 4 to seat 1 from each of 0, 2, 3.
-    # s0 -4; s1 = -2 + 12 = 10; s2 -4; s3 = 2 - 4 = -2.
-    ledger = [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]] + pays((0, 2, 3), 1, chicken=4)
-    check(rec, result("ron", [3], "6m", 3, 0, [-4, 10, -4, -2], ledger))
-
-
-def test_baoting_bonus_in_chajiao():
-    """app 黄庄查叫: the declared dealer (硬报) is ready on a plain hand: 1 + 20 = 21 from each
-    seat that is not ready. Its frozen hand discards every tile it draws."""
-    hands = {0: BT_DEALER, 1: J1, 2: J2, 3: J3}
-    rec = play_out(record(hands, [[0, "baoting"], [0, "discard", "8m"]], preset="app"))
-    ledger = pays((1, 2, 3), 0, chajiao=21)
-    check(rec, result("draw", [], None, 0, 0, [63, -21, -21, -21], ledger))
-
-
-@pytest.mark.parametrize(
-    "preset, ledger",
-    [
-        # classic transfer: the void kong is late, worth 0: no rerpao line; hu 平胡 10
-        ("classic", [[1, 3, 10, "hu"]]),
-        # guiyang plus_one: hu 1 + rerpao 1
-        ("guiyang", [[1, 3, 1, "hu"], [1, 3, 1, "rerpao"]]),
-    ],
-)
-def test_rerpao_after_a_late_kong(preset, ledger):
-    """热炮 after a late kong (the bugang in a pong turn): still a 热炮 (passport for seat 3's
-    plain hand); under transfer a late kong transfers nothing. Flip 9s -> 1s: no 1s held."""
-    hands = {0: J1 + "2p", 1: K_HAND, 2: J2, 3: "3m4m5m6m7m8m4p5p6p4s5s7p7p"}
-    actions = [
-        [0, "discard", "2p"], [1, "pong"], [1, "bugang", "2p"],
-        [1, "discard", "3s"], [3, "hu"],  # the replacement 3s: 345m 678m 456p 345s 77p
-    ]  # fmt: skip
-    rec = record(hands, actions, preset=preset, live="9s", back="3s")
-    total = sum(line[2] for line in ledger)
-    check(rec, result("ron", [3], "9s", 3, 0, [0, -total, 0, total], ledger))
-
-
-ROBBER = "3p4p5m6m7m3s4s5s6m7m8m9s9s"  # plain, waits 2p / 5p, no kong
-
-
-def test_angang_cannot_be_robbed():
-    """3.3: an angang opens no rob window: seat 2 waits on 2p, yet after the dealer's 闷豆 of
-    its dealt four 2p the dealer's next decision (hu on its replacement) follows at once."""
-    hands = {0: "2p2p2p2p2m3m4m6p7p8p7s8s9m9m", 1: J1, 2: ROBBER, 3: J3}
-    rec = record(hands, [[0, "angang", "2p"], [0, "hu"]], live="1m", back="6s")
-    # hu 3 + dou_an 2 + chicken 1 (2m) from each; seat 2 is ready but holds no chicken.
-    ledger = pays((1, 2, 3), 0, hu=3, dou_an=2, chicken=1)
-    check(rec, result("zimo", [0], "1m", 0, 1, [18, -6, -6, -6], ledger))
-
-
-def test_late_bugang_can_be_robbed():
-    """4: a late bugang (in a pong turn) can still be robbed: seat 2 (plain) robs it."""
-    hands = {0: J1 + "2p", 1: K_HAND, 2: ROBBER, 3: J3}
-    actions = [[0, "discard", "2p"], [1, "pong"], [1, "bugang", "2p"], [2, "hu"]]
-    rec = record(hands, actions, live="1m")
-    # seat 2 + 2p: 234p 567m 345s 678m 99s = 1 + 1 (self-drawn) = 2; seat 1 pays 3 x 2 = 6.
-    # flip 1m -> 2m: seat 1 (pong 2p; 234m 678p 78s 99m: ready) one 2m = 1 from each.
-    # s0 = -1; s1 = -6 + 3 = -3; s2 = 6 - 1 = 5; s3 = -1.
-    ledger = [[1, 2, 6, "hu"]] + pays((0, 2, 3), 1, chicken=1)
-    check(rec, result("qianggang", [2], "1m", 2, 0, [-1, -3, 5, -1], ledger))
-
-
-def test_pass_win_penalty_paid_on_a_draw():
-    """7.1: pass-win penalties are paid whatever the ending, a 黄庄 too. Seat 2's void win pays
-    5 to each (+1 with the dealer, streak 1); at the draw seat 2 is the only ready seat and
-    collects the same amounts as 查叫."""
-    actions = [[0, "discard", "8m"], [2, "pass"], [1, "discard", "9p"], [2, "hu"]]
-    rec = play_out(record(PW_HANDS, actions, live="9p", streak=1))
-    ledger = [[2, 0, 6, "baopai"], [2, 1, 5, "baopai"], [2, 3, 5, "baopai"]]
-    ledger += [[0, 2, 6, "chajiao"], [1, 2, 5, "chajiao"], [3, 2, 5, "chajiao"]]
-    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], ledger))
-
-
-@pytest.mark.parametrize("preset", ["guiyang", "classic"])
-def test_draw_everybody_ready_nobody_pays(preset):
-    """7.5 / 8.1: every seat is ready at the 黄庄: nobody pays and the dealer deals again."""
-    hands = {
-        0: "1m1m1m2m2m2m3p3p3p5p5p7p7p9m",  # 大对子 wait 5p / 7p
-        1: "4m5m6m7m8m9m9p9p9p1s1s5s6s",  # plain wait 4s / 7s
-        2: DRAW_READY_2,
-        3: DRAW_READY_3,
-    }
-    rec = play_out(record(hands, [], preset=preset, streak=1))
-    check(rec, result("draw", [], None, 0, 1, [0, 0, 0, 0], []))
-
-
-def test_two_robbers_each_paid_for_all():
-    """Two seats rob one bugang (pay_for_all): the robbed seat pays each of them 3 x its own
-    value; the next dealer is the first winner counting from the dealer."""
-    hands = {
-        0: J1 + "2p",
-        1: "2p2p2m3m4m6p7p8p7s8s9m9m2s",
-        2: ROBBER,  # plain, waits 2p / 5p
-        3: "1p3p6p7p8p4s5s6s5m6m7m3m3m",  # plain, waits 2p
-    }
-    actions = [
-        [0, "discard", "2p"], [1, "pong"], [1, "discard", "2s"],
-        [2, "discard", "9p"], [3, "discard", "8s"], [0, "discard", "8m"],
-        [1, "bugang", "2p"], [2, "hu"], [3, "hu"],
-    ]  # fmt: skip
-    rec = record(hands, actions, live="9p8s8m2p" + "1m")
-    # each robber: 平胡 1 + 1 = 2, paid 3 x 2 = 6 by seat 1. flip 1m -> 2m: seat 1 (ready on
-    # 6s / 9s) one 2m = 1 from each. s0 -1; s1 = -12 + 3 = -9; s2 = 6 - 1 = 5; s3 = 5.
-    ledger = [[1, 2, 6, "hu"], [1, 3, 6, "hu"]] + pays((0, 2, 3), 1, chicken=1)
-    check(rec, result("qianggang", [2, 3], "1m", 2, 0, [-1, -9, 5, 5], ledger))
-
-
-def test_chicken_zeren_golden():
-    """责任鸡 when 1s is golden (上下鸡, flip 2s: previous(2s) = 1s): the ponged 1s are worth 2
-    each and the 责任鸡 is 2."""
-    hands = {0: J1 + "1s", 1: "1s1s7m7m7m2p2p2p9s9s5s5s8m", 2: J2, 3: J3}
-    actions = [
-        [0, "discard", "1s"], [1, "pong"], [1, "discard", "8m"],
-        [2, "discard", "5s"], [1, "hu"],
-    ]  # fmt: skip
-    rec = record(hands, actions, overrides={"flip_mode": "up_down"}, live="5s" + "2s")
-    # 大对子 5 from seat 2; chickens 1s x3 x 2 = 6 (3s, the other flip chicken: none held);
-    # zeren 2 from seat 0. s0 = -6 - 2 = -8; s1 = 5 + 18 + 2 = 25; s2 = -11; s3 = -6.
-    ledger = [[2, 1, 5, "hu"], [0, 1, 2, "zeren"]] + pays((0, 2, 3), 1, chicken=6)
-    check(rec, result("ron", [1], "2s", 1, 0, [-8, 25, -11, -6], ledger))
-
-
-def test_rerpao_transfer_uses_the_ruleset_kong_values():
-    """热炮 transfer under guiyang kong values (override rerpao transfer): example B's void 闷豆
-    would have collected 2 x 3 = 6, paid to the winner as rerpao."""
-    rec = record(B_HANDS, B_ACTIONS, overrides={"rerpao": "transfer"}, dealer=1, live="1m",
-                 back="3p")  # fmt: skip
-    # hu 1 + rerpao 6 from seat 1; seat 1 (ready, one 2m) collects 1 from each.
-    # s0 -1; s1 = -7 + 3 = -4; s2 -1; s3 = 7 - 1 = 6.
-    ledger = [[1, 3, 1, "hu"], [1, 3, 6, "rerpao"]] + pays((0, 2, 3), 1, chicken=1)
-    check(rec, result("ron", [3], "1m", 3, 0, [-1, -4, -1, 6], ledger))
-
-
-@pytest.mark.parametrize("overrides", [{}, {"qianggang": "plus_nine_burn"}])
-def test_penalty_on_a_rob_includes_the_self_draw_extra_in_both_rob_modes(overrides):
-    """5.4: a locked seat that robs pays the pattern value plus the self-draw extra (not +9)."""
-    hands = {0: "4s1m1m1m2m2m2m3m3m3m5p5p5p9p", 1: "4s4s4s6m6m7m7m8m8m1p1p2p2p",
-             2: "1s2s3s5s6s7s8s8s8s9s9s2s3s", 3: "9m9m9m7p7p7p8p8p8p6p6p6p4p"}
-    acts = [[0, "discard", "4s"], [1, "pong"], [2, "pass"], [1, "bugang", "4s"], [2, "hu"]]
-    rec = play_out(record(hands, acts, overrides=overrides))
-    got = replay(rec)
-    assert compare(replay_record(rec), got) == []
-    baopai = sorted(line for line in got["ledger"] if line[3] == "baopai")
-    # seat 2 passed the flush win on 4s (locked), then chose hu on the robbed 4s:
-    # 清一色 10 + 自摸 1 = 11 to each other seat
-    assert baopai == [[2, 0, 11, "baopai"], [2, 1, 11, "baopai"], [2, 3, 11, "baopai"]]

@@ -353,7 +353,7 @@ def is_plain(concealed, meld_tiles, melds) -> np.ndarray:
 
 
 def value_and_plain(concealed, meld_tiles, melds, table: dict[str, int]):
-    """``(hand_value, is_plain)`` of winning hands from one reading of their shapes."""
+    """``(hand_value, is_plain)`` of winning hands (RULES.md 5.3), from one reading of shapes."""
     shapes = shape_and_flush(concealed, meld_tiles, melds)
     return _value(shapes, table), _plain(shapes)
 
@@ -378,7 +378,7 @@ def _value(shapes, table: dict[str, int]) -> np.ndarray:
 
 
 def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.ndarray:
-    """查叫 value of a 3k+1 hand: the largest pattern value over its playable waits (0 if none)."""
+    """查叫 value (RULES.md 7.5) of a 3k+1 hand: best pattern value over its waits, 0 if none."""
     c = _counts(concealed)
     shape = c.shape[:-1]
     c = c.reshape(-1, NUM_KINDS)

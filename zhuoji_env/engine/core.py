@@ -4,15 +4,32 @@
 decision protocol of RULES.md 3 asks, runs the forced moves that follow (draws, replacement
 draws, window resolution), settles the hands that end, and computes the next actor's mask.
 Each branch of the rules runs as array code on the subset of games that takes it.
+
+Legend of the index arrays (all aligned with one another within a function):
+
+- ``g``: game indices into the batch (the subset a branch works on); ``e``: ended games;
+  ``live``: games that move in this step; ``w``: games that end with a win.
+- ``s``, ``ss``: the seat acting (turn seat or asked seat) in each game of ``g``;
+  ``p``: the discarder or the ``bugang`` seat whose tile a window decides on; ``q``: the
+  other seats, ``[k, n-1]`` in turn order from ``p + 1`` (or the replying seat, ``[k]``).
+- ``t``: a tile kind 0-26 per game; ``a``: an action number (``actions``).
+- ``c``: the claiming seat; ``c_g``, ``c_p``, ``c_t``: the games, discarders and tiles of
+  the windows that close with a pong or kong; ``kg`` / ``pg``: positions in those of the kongs
+  and the pongs; ``gg``, ``cc``: the pong games and claimers.
+- ``r``, ``c`` in ``_win_options``: row and column of ``np.nonzero`` over ``[k, n-1]``.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import os
 
 import numpy as np
 
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import fastpath
+from zhuoji_env.engine.rerpao import clear_turn_kongs, note_turn_kong, passport
 from zhuoji_env.engine.settlement import baoting_bonus, meld_tiles, settle, streak_term, zimo_extra
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -43,6 +60,7 @@ from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI, kind_counts
 
 _EYE = np.eye(NUM_KINDS, dtype=np.int8)
+_STATE_FIELDS = dataclasses.fields(State)
 
 
 class IllegalActionError(ValueError):
@@ -127,9 +145,7 @@ def _turn_mask(rules: Rules, st: State, g: np.ndarray) -> None:
     st.mask[g, A.ANGANG : A.ANGANG + NUM_KINDS] = (h == 4) & can_kong
     st.mask[g, A.BUGANG : A.BUGANG + NUM_KINDS] = (m == PONG_MELD) & (h >= 1) & can_kong
     if rules.baoting:
-        first = (
-            ~st.discarded[g, s] & (nm == 0) & st.drew[g] & (st.baoting[g, s] == 0)
-        )
+        first = ~st.discarded[g, s] & (nm == 0) & st.drew[g] & (st.baoting[g, s] == 0)
         if first.any():
             f = np.flatnonzero(first)
             st.mask[g[f], A.BAOTING] = _ready_discards(h[f]).any(-1)
@@ -156,7 +172,7 @@ def _live_draw(st: State, g: np.ndarray, s: np.ndarray) -> None:
     t = st.wall[g, st.front[g]]
     st.front[g] += 1
     st.hand[g, s, t] += 1
-    st.turn_kong[g] = False
+    clear_turn_kongs(st, g)
     st.rep_draw[g] = False
     _begin_turn(st, g, s, t)
 
@@ -207,10 +223,13 @@ def _win_options(rules: Rules, st: State, g, q, t, discarder, rob: bool) -> np.n
     if not rob and ok.any():
         r, c = np.nonzero(ok)
         plain = hands.is_plain(h[r, c], meld_tiles(m[r, c]), nm[r, c])
-        passport = (m[r, c] >= AN_KONG).any(-1) | st.turn_kong[g[r]].any(-1)
-        if rules.baoting:
-            passport |= (st.baoting[g[r], q[r, c]] > 0) | (st.baoting[g[r], discarder[r]] > 0)
-        ok[r, c] = ~plain | passport
+        ok[r, c] = ~plain | passport(
+            rules,
+            owns_kong=(m[r, c] >= AN_KONG).any(-1),
+            turn_kong=st.turn_kong[g[r]],
+            baoting_winner=st.baoting[g[r], q[r, c]],
+            baoting_discarder=st.baoting[g[r], discarder[r]],
+        )
     return ok
 
 
@@ -253,11 +272,21 @@ def _next_asked(st: State, g, p, after) -> np.ndarray:
     return best
 
 
+def _late_kong(st: State, g, s, t, concealed: bool) -> np.ndarray:
+    """憨包豆 (late kong, RULES.md 4): a kong of ``t`` by seat ``s`` is late unless ``t`` is the
+    tile it drew most recently in this turn; a concealed kong (``angang``) before the seat's
+    first discard of the hand (a dealt quad) never is. A ``kong`` on a discard never is."""
+    late = t != st.drawn[g]
+    if concealed:
+        late &= st.discarded[g, s]
+    return late
+
+
 def _complete_bugang(st: State, g, s, t) -> None:
     st.hand[g, s, t] -= 1
     st.meld[g, s, t] = BU_KONG
-    st.meld_late[g, s, t] = t != st.drawn[g]
-    st.turn_kong[g, t] = True
+    st.meld_late[g, s, t] = _late_kong(st, g, s, t, concealed=False)
+    note_turn_kong(st, g, t)
     st.tile[g] = -1
     _replacement_draw(st, g, s)
 
@@ -327,10 +356,10 @@ def _resolve_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
         st.hand[c_g, c, c_t] -= np.where(kong, 3, 2).astype(np.int8)
         st.meld[c_g, c, c_t] = np.where(kong, MING_KONG, PONG_MELD)
         st.meld_from[c_g, c, c_t] = c_p
-        st.turn_kong[c_g] = False
+        clear_turn_kongs(st, c_g)
         st.rep_draw[c_g] = False
         kg = np.flatnonzero(kong)
-        st.turn_kong[c_g[kg], c_t[kg]] = True
+        note_turn_kong(st, c_g[kg], c_t[kg])
         if kg.size:
             _replacement_draw(st, c_g[kg], c[kg])
         pg = np.flatnonzero(~kong)
@@ -353,8 +382,8 @@ def _take_from_river(st: State, g, p, fate, claimer=None) -> None:
     t = st.river[g, p, pos]
     st.river_taken[g, p, pos] = True
     st.river_counts[g, p, t] -= 1
-    first = (st.yaoji_fate[g] == YAOJI_IN_RIVER) & (st.yaoji_seat[g] == p) & (
-        st.yaoji_pos[g] == pos
+    first = (
+        (st.yaoji_fate[g] == YAOJI_IN_RIVER) & (st.yaoji_seat[g] == p) & (st.yaoji_pos[g] == pos)
     )
     st.yaoji_fate[g[first]] = fate
     if claimer is not None:
@@ -408,19 +437,53 @@ def legal_names(st: State, i: int) -> list[str]:
     return [A.describe(a) for a in np.flatnonzero(st.mask[i])]
 
 
+SHADOW_ENV = "ZHUOJI_FASTPATH_SHADOW"
+"""Environment variable: ``1`` checks every fast-path step against the array code."""
+SHADOW = os.environ.get(SHADOW_ENV, "0") != "0"
+"""Shadow mode, read from ``SHADOW_ENV`` when this module is first imported (once, as a step
+of the fast path costs about 25 us and a look-up in ``os.environ`` several)."""
+
+
+class FastPathMismatchError(RuntimeError):
+    """The batch-1 fast path left a state that the array code does not (shadow mode)."""
+
+
 def step(rules: Rules, st: State, actions, active=None) -> np.ndarray:
     """Apply one action per game in place; returns a bool ``[B]`` of hands that ended now.
 
     Every action must be legal for its game's actor (``st.mask``); finished games take ``-1``.
     With ``active`` (bool ``[B]``) only those games move; the others take ``-1`` and keep
     their state. A batch of one takes the plain-Python :mod:`~zhuoji_env.engine.fastpath`
-    for the moves it covers.
+    for the moves it covers. In shadow mode (:data:`SHADOW`: ``ZHUOJI_FASTPATH_SHADOW=1`` in
+    the environment, which the test suite sets) each such step also runs the array code on a
+    copy and raises :class:`FastPathMismatchError` if any state field differs.
     """
     if st.batch_size == 1 and active is None:
+        shadow = st.copy() if SHADOW else None
         ended = fastpath.step_one(rules, st, actions)
         if ended is not None:
+            if shadow is not None:
+                _check_shadow(rules, shadow, actions, st, ended)
             return ended
     return step_arrays(rules, st, actions, active)
+
+
+def _check_shadow(rules: Rules, before: State, actions, fast: State, ended: np.ndarray) -> None:
+    """Shadow mode: the array code applied to ``before`` must give ``fast`` and ``ended``."""
+    phase = int(before.phase[0])
+    want = step_arrays(rules, before, actions)
+    diffs = [
+        f.name
+        for f in _STATE_FIELDS
+        if not np.array_equal(getattr(fast, f.name), getattr(before, f.name))
+    ]
+    if not np.array_equal(ended, want):
+        diffs.append("ended")
+    if diffs:
+        raise FastPathMismatchError(
+            f"the fast path and the array code differ after action {actions.tolist()} "
+            f"(phase {phase} before it) in: {', '.join(diffs)}"
+        )
 
 
 def step_arrays(rules: Rules, st: State, actions, active=None) -> np.ndarray:
@@ -449,8 +512,8 @@ def step_arrays(rules: Rules, st: State, actions, active=None) -> np.ndarray:
         g, ss, t = live[sel], s[sel], a[sel] - A.ANGANG
         st.hand[g, ss, t] -= 4
         st.meld[g, ss, t] = AN_KONG
-        st.meld_late[g, ss, t] = (t != st.drawn[g]) & st.discarded[g, ss]
-        st.turn_kong[g, t] = True
+        st.meld_late[g, ss, t] = _late_kong(st, g, ss, t, concealed=True)
+        note_turn_kong(st, g, t)
         _replacement_draw(st, g, ss)
     sel = (ph == TURN) & (a >= A.BUGANG) & (a < A.BUGANG + NUM_KINDS)
     if sel.any():

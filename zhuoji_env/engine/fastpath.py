@@ -7,8 +7,11 @@ discard (打牌) and the response window it opens; a pass, pong (碰) or 点豆 
 when nobody wins on the tile; the live or replacement draw that follows; a wall running out
 (黄庄); and the next actor's mask. Everything else (wins, concealed kongs and 转弯豆, 报听,
 robbing, pass-win penalties) returns ``None`` untouched for the array code to apply.
-``tests/test_engine_vs_reference.py`` plays games of every preset and many switches through
-both paths and compares every field of the state after every step.
+``tests/test_fastpath.py`` plays games of every preset and many switches through both paths
+and compares every field of the state after every step; in shadow mode
+(``ZHUOJI_FASTPATH_SHADOW=1``, which the test suite sets) ``core.step`` does the same check on
+every step it hands to this module. The rules shared with the array code (the 热炮 passport and
+the kongs of the turn) come from :mod:`~zhuoji_env.engine.rerpao`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.rerpao import clear_turn_kongs, note_turn_kong, passport
 from zhuoji_env.engine.settlement import meld_tiles, settle
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -112,7 +116,8 @@ def _discard(rules: Rules, st: State, s: int, t: int) -> None:
         h[t] += 1
         o = 0
         if hands.is_win_one(h, nm) and not (rules.pass_win == "forbid" and locked[q]):
-            o = OPT_HU if _may_ron(rules, st, h, melds[q], nm, baoting[q] or baoting[s]) else 0
+            may = _may_ron(rules, st, h, melds[q], nm, baoting[q], baoting[s])
+            o = OPT_HU if may else 0
         h[t] -= 1
         if not baoting[q]:
             if h[t] >= 2:
@@ -132,9 +137,10 @@ def _discard(rules: Rules, st: State, s: int, t: int) -> None:
         _live_draw(st, (s + 1) % n)
 
 
-def _may_ron(rules: Rules, st: State, h: list[int], meld: list[int], nm: int, bt: int) -> bool:
-    """A winning hand on a discard needs a passport unless it is not plain (RULES.md 5.3)."""
-    if any(x >= AN_KONG for x in meld) or st.turn_kong[0].any() or (rules.baoting and bt > 0):
+def _may_ron(rules: Rules, st: State, h: list[int], meld: list[int], nm: int, bt_q, bt_s) -> bool:
+    """A winning hand on a discard needs the passport of RULES.md 5.3 unless it is not plain
+    (``bt_q``, ``bt_s``: the 报听 levels of the winner and the discarder)."""
+    if passport(rules, any(x >= AN_KONG for x in meld), st.turn_kong[0], bt_q, bt_s):
         return True
     m = np.array(meld, dtype=np.int8)
     return not bool(hands.is_plain(np.array(h, dtype=np.int8), meld_tiles(m), nm))
@@ -171,10 +177,10 @@ def _reply(rules: Rules, st: State, q: int, a: int, nxt: int) -> None:
     st.hand[0, c, t] -= 3 if kong else 2
     st.meld[0, c, t] = MING_KONG if kong else PONG_MELD
     st.meld_from[0, c, t] = p
-    st.turn_kong[0] = False
+    clear_turn_kongs(st, 0)
     st.rep_draw[0] = False
     if kong:
-        st.turn_kong[0, t] = True
+        note_turn_kong(st, 0, t)
         _replacement_draw(st, c)
     else:
         st.phase[0] = TURN
@@ -217,7 +223,7 @@ def _live_draw(st: State, s: int) -> None:
     t = int(st.wall[0, front])
     st.front[0] = front + 1
     st.hand[0, s, t] += 1
-    st.turn_kong[0] = False
+    clear_turn_kongs(st, 0)
     st.rep_draw[0] = False
     _begin_turn(st, s, t)
 

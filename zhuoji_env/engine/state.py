@@ -2,6 +2,41 @@
 
 Every field is documented where it is declared (pgx's style). ``-1`` marks an empty slot.
 Seats are absolute (0..n-1); ``n`` is ``Rules.num_players``.
+
+Glossary of the names used in the engine (identifier, 汉字, English, RULES.md section):
+
+============================  ==========  ====================================  =======
+identifier                    汉字        English                               RULES.md
+============================  ==========  ====================================  =======
+``wall``, ``front``, ``back`` 牌墙        the wall, live and replacement ends   2
+``dealer``, ``streak``        庄家, 连庄  dealer, dealer streak k               8.1-8.2
+``baoting``                   报听        declared ready (硬报 hard, 软报 soft)  3.4
+``AN_KONG`` / ``dou_an``      闷豆        concealed kong (``angang``)           4, 7.3
+``BU_KONG`` / ``dou_bu``      转弯豆      added kong on a pong (``bugang``)     4, 7.3
+``MING_KONG`` / ``dou_ming``  点豆        exposed kong on a discard (``kong``)  4, 7.3
+``meld_late``                 憨包豆      late kong, collects nothing           4
+``PONG_MELD``                 碰          pong                                  3.2
+``hu``                        胡          a win; the hand payment item          5, 7.2
+``END_ZIMO``                  自摸        self-drawn win                        6, 7.2
+``END_RON``                   点炮        win on a discard                      6, 7.2
+``END_QIANGGANG``             抢杠        win by robbing a ``bugang``           3.3, 7.2
+``END_DRAW``                  黄庄        exhaustive draw                       6, 7.5
+``rerpao``                    热炮        win on a discard after a kong in the  5.3, 7.2
+                                          same turn (杠上炮); ``rerpao`` is the
+                                          record format's spelling of 热炮
+``turn_kong``                 (热炮)      kongs completed in the current turn   7.2
+``rep_draw``                  杠上开花    win on a replacement draw             7.2
+``pass_lock`` / ``baopai``    过手胡, 包牌 passing a win; its penalty             5.4
+``flip``                      翻鸡        flip tile; next(F) is a chicken       7.4
+``chicken``                   鸡          chicken tile payments                 7.4
+``YAOJI`` (tiles)             幺鸡        the ``1s`` tile, always a chicken     7.4
+``chongfeng``                 冲锋鸡      charging chicken: first ``1s`` left   7.4
+                                          in its discarder's river
+``zeren``                     责任鸡      responsibility chicken (claimed 1s)   7.4
+``bao_ji``                    包鸡        a seat not ready pays for its 1s      7.4
+``chajiao``                   查叫        paying ready seats after 黄庄         7.5
+burned                        烧鸡烧豆    collects nothing this hand (app)      7.2
+============================  ==========  ====================================  =======
 """
 
 from __future__ import annotations
@@ -30,11 +65,31 @@ END_NAMES = (None, "zimo", "ron", "qianggang", "draw")
 OPT_HU, OPT_PONG, OPT_KONG = 1, 2, 4
 # settlement ledger items (RULES.md 10), in ledger axis order
 ITEMS = (
-    "hu", "rerpao", "dou_an", "dou_bu", "dou_ming", "chicken", "chongfeng", "zeren", "bao_ji",
-    "baopai", "chajiao",
+    "hu",
+    "rerpao",
+    "dou_an",
+    "dou_bu",
+    "dou_ming",
+    "chicken",
+    "chongfeng",
+    "zeren",
+    "bao_ji",
+    "baopai",
+    "chajiao",
 )
-(I_HU, I_RERPAO, I_DOU_AN, I_DOU_BU, I_DOU_MING, I_CHICKEN, I_CHONGFENG, I_ZEREN, I_BAO_JI,
- I_BAOPAI, I_CHAJIAO) = range(len(ITEMS))
+(
+    I_HU,
+    I_RERPAO,
+    I_DOU_AN,
+    I_DOU_BU,
+    I_DOU_MING,
+    I_CHICKEN,
+    I_CHONGFENG,
+    I_ZEREN,
+    I_BAO_JI,
+    I_BAOPAI,
+    I_CHAJIAO,
+) = range(len(ITEMS))
 # fate of the first discarded 1s (冲锋鸡 / 责任鸡)
 YAOJI_NONE, YAOJI_IN_RIVER, YAOJI_CLAIMED, YAOJI_WON = 0, 1, 2, 3
 
@@ -67,7 +122,7 @@ class State:
     drawn: np.ndarray  # int8 [B]: tile the turn seat drew most recently this turn; -1 after a pong
     drew: np.ndarray  # bool [B]: the turn seat has drawn this turn (a 自摸 is possible)
     rep_draw: np.ndarray  # bool [B]: the latest draw was a replacement (杠上开花)
-    turn_kong: np.ndarray  # bool [B,27]: kongs completed by the turn seat in this turn (热炮)
+    turn_kong: np.ndarray  # bool [B,27]: kongs the turn seat completed this turn (热炮, rerpao.py)
     discarded: np.ndarray  # bool [B,n]: the seat has made its first discard of the hand
     # --- claims
     claim_opts: np.ndarray  # uint8 [B,n]: claims offered in the window (bits hu 1, pong 2, kong 4)
