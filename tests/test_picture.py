@@ -194,3 +194,14 @@ def test_environments_render_rgb_array_frames_of_the_table():
     hidden = SingleAgentEnv(render_mode="rgb_array")
     hidden.reset(seed=4)
     assert (hidden.render() != frame).any()  # the other seats' concealed tiles face down
+
+
+def test_environments_display_as_pictures_in_notebooks():
+    import zhuoji_env
+    from zhuoji_env import SingleAgentEnv
+
+    for env in (zhuoji_env.env().unwrapped, SingleAgentEnv()):
+        assert env._repr_png_() is None  # nothing to draw before reset
+        env.reset(seed=5)
+        png = env._repr_png_()
+        assert Image.open(io.BytesIO(png)).size == (960, 710)

@@ -193,7 +193,7 @@ from zhuoji_env.envs.common import (
 )
 from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one, encode_state
-from zhuoji_env.picture import draw_game
+from zhuoji_env.picture import draw_game, png_bytes
 from zhuoji_env.rules import Rules
 
 __all__ = ["env", "raw_env"]
@@ -401,6 +401,10 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
             viewer=self.viewer if viewer is None else viewer,
             reveal=self.render_all if reveal is None else reveal,
         )
+
+    def _repr_png_(self) -> bytes | None:
+        """Notebooks show the environment as the picture of its table (after ``reset``)."""
+        return None if self.game is None else png_bytes(self.render_picture())
 
     def render_text(self, reveal: bool | None = None, viewer: int | None = None) -> str:
         """The table as a string, whatever ``render_mode`` is."""

@@ -107,7 +107,7 @@ from zhuoji_env.envs.common import (
 )
 from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one
-from zhuoji_env.picture import draw_game
+from zhuoji_env.picture import draw_game, png_bytes
 from zhuoji_env.rules import Rules
 
 __all__ = ["SingleAgentEnv"]
@@ -308,6 +308,10 @@ class SingleAgentEnv(gymnasium.Env):
         return draw_game(
             self.game, viewer=self.seat, reveal=self.render_all if reveal is None else reveal
         )
+
+    def _repr_png_(self) -> bytes | None:
+        """Notebooks show the environment as the picture of its table (after ``reset``)."""
+        return None if self.game is None else png_bytes(self.render_picture())
 
     def render_text(self, reveal: bool | None = None) -> str:
         """The table seen from the learner's seat, whatever ``render_mode`` is."""
