@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,7 @@ class Args:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    """gradient norm clip (0: none)"""
     reward_scale: float = 0.1
     """rewards are hand scores times this"""
     hidden: int = 256
@@ -88,6 +90,46 @@ class Args:
     out_dir: str = "runs/rllib"
     resume: str = ""
     """a run's --out-dir (or its checkpoint folder) to continue from"""
+
+
+_AT_LEAST = {
+    "iterations": 1,
+    "envs_per_runner": 1,
+    "train_batch": 1,
+    "minibatch": 1,
+    "epochs": 1,
+    "hidden": 1,
+    "num_env_runners": 0,
+    "num_learners": 0,
+    "save_every": 0,
+    "eval_deals": 0,
+}
+
+
+def check_args(args: Args) -> None:
+    """Raise ``ValueError`` naming the first flag whose value is not allowed."""
+    for name, low in _AT_LEAST.items():
+        value = getattr(args, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"--{name.replace('_', '-')} {value!r}: must be an integer >= {low}")
+    if args.minibatch > args.train_batch:
+        raise ValueError(
+            f"--minibatch {args.minibatch}: must be at most --train-batch {args.train_batch}"
+        )
+    for name in ("lr", "reward_scale"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be > 0")
+    for name in ("gamma", "gae_lambda"):
+        if not 0 <= getattr(args, name) <= 1:
+            raise ValueError(
+                f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be in [0, 1]"
+            )
+    for name in ("time_limit", "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"):
+        if not getattr(args, name) >= 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be >= 0")
+    rules_from_flag(args.rules)
+    if args.resume:
+        checkpoint_dir(args.resume)
 
 
 class ZhuojiMultiAgentEnv(PettingZooEnv):
@@ -159,7 +201,7 @@ def build_config(args: Args):
             clip_param=args.clip_coef,
             entropy_coeff=args.ent_coef,
             vf_loss_coeff=args.vf_coef,
-            grad_clip=args.max_grad_norm,
+            grad_clip=args.max_grad_norm or None,
         )
         .debugging(seed=args.seed)
     )
@@ -242,8 +284,7 @@ def train(args: Args) -> dict:
     """Run the training; returns the metrics rows, the checkpoint and the evaluation."""
     import ray
 
-    if args.iterations < 1:
-        raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
+    check_args(args)
     torch.set_num_threads(args.torch_threads)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -256,39 +297,42 @@ def train(args: Args) -> dict:
         if resume is not None:
             algo.restore_from_path(str(resume.resolve()))
         rows = []
-        metrics = open(out_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        t_start = time.perf_counter()
-        first = algo.iteration
-        decisions0 = None
-        for _ in range(args.iterations):
-            result = algo.train()
-            lifetime = int(result["env_runners"].get("num_env_steps_sampled_lifetime", 0))
-            if decisions0 is None:  # counts of a resumed run start at the checkpoint's
-                decisions0 = lifetime - int(result["env_runners"].get("num_env_steps_sampled", 0))
-            row = summarize(
-                result,
-                lifetime - decisions0,
-                time.perf_counter() - t_start,
-                algo.iteration,
-                args.reward_scale,
-            )
-            rows.append(row)
-            metrics.write(json.dumps(row) + "\n")
-            metrics.flush()
-            seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
-            print(
-                f"iteration {row['iteration']}: {row['decisions']:,} decisions "
-                f"{row['decisions_per_s']:,.0f}/s, seat returns {seats or '-'}, "
-                f"policy loss {row['loss/policy']:+.4f}",
-                flush=True,
-            )
-            out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
-            done = algo.iteration - first >= args.iterations or out_of_time
-            if done or (args.save_every and algo.iteration % args.save_every == 0):
-                algo.save_to_path(str((out_dir / CHECKPOINT).resolve()))
-            if done:
-                break
-        metrics.close()
+        with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as metrics:
+            t_start = time.perf_counter()
+            first = algo.iteration
+            decisions0 = None
+            for _ in range(args.iterations):
+                result = algo.train()
+                lifetime = int(result["env_runners"].get("num_env_steps_sampled_lifetime", 0))
+                if decisions0 is None:  # counts of a resumed run start at the checkpoint's
+                    decisions0 = lifetime - int(
+                        result["env_runners"].get("num_env_steps_sampled", 0)
+                    )
+                row = summarize(
+                    result,
+                    lifetime - decisions0,
+                    time.perf_counter() - t_start,
+                    algo.iteration,
+                    args.reward_scale,
+                )
+                rows.append(row)
+                metrics.write(json.dumps(row) + "\n")
+                metrics.flush()
+                seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
+                print(
+                    f"iteration {row['iteration']}: {row['decisions']:,} decisions "
+                    f"{row['decisions_per_s']:,.0f}/s, seat returns {seats or '-'}, "
+                    f"policy loss {row['loss/policy']:+.4f}",
+                    flush=True,
+                )
+                out_of_time = (
+                    args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
+                )
+                done = algo.iteration - first >= args.iterations or out_of_time
+                if done or (args.save_every and algo.iteration % args.save_every == 0):
+                    algo.save_to_path(str((out_dir / CHECKPOINT).resolve()))
+                if done:
+                    break
         (out_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
         layout = cluster_layout(algo)
         (out_dir / "cluster.json").write_text(json.dumps(layout, indent=1))
@@ -324,7 +368,13 @@ def cluster_layout(algo) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    train(parse_args(Args, argv, __doc__))
+    args = parse_args(Args, argv, __doc__)
+    try:
+        check_args(args)
+    except ValueError as exc:
+        print(f"python -m training.rllib_ppo: error: {exc}", file=sys.stderr)
+        return 2
+    train(args)
     return 0
 
 
