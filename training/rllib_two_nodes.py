@@ -123,11 +123,16 @@ def start_node(args: list[str], log: Path, env: dict) -> subprocess.Popen:
 
 
 def simulate(
-    out_dir: str | Path, iterations: int = 1, runners: int = 2, timeout: float = 300.0
+    out_dir: str | Path,
+    iterations: int = 1,
+    runners: int = 2,
+    timeout: float = 300.0,
+    ship_code: bool = False,
 ) -> dict:
     """Start the two nodes, run ``training.rllib_ppo --address`` on them as a third process
-    (the driver), stop the nodes; returns ``layout`` (the run's ``cluster.json``),
-    ``history`` (its ``metrics.jsonl`` rows) and ``checks`` (name -> passed)."""
+    (the driver, with ``--ship-code`` if ``ship_code``), stop the nodes; returns ``layout``
+    (the run's ``cluster.json``), ``history`` (its ``metrics.jsonl`` rows) and ``checks``
+    (name -> passed)."""
     from agents import make_agent
 
     out_dir = Path(out_dir)
@@ -181,6 +186,7 @@ def simulate(
             f"--iterations={iterations}",
             "--eval-deals=0",
             f"--out-dir={run_dir}",
+            "--ship-code" if ship_code else "--no-ship-code",
         ]
         with open(out_dir / "driver.log", "w", encoding="utf-8") as log:
             done = subprocess.run(
@@ -221,10 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default="runs/rllib_two_nodes")
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--runners", type=int, default=2, help="env runners on the worker node")
+    parser.add_argument(
+        "--ship-code",
+        action="store_true",
+        help="the driver uploads the project's packages (runtime_env py_modules)",
+    )
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.runners < 1:
         parser.error("--iterations and --runners must be at least 1")
-    out = simulate(args.out_dir, iterations=args.iterations, runners=args.runners)
+    out = simulate(
+        args.out_dir, iterations=args.iterations, runners=args.runners, ship_code=args.ship_code
+    )
     print(json.dumps({"layout": out["layout"], "checks": out["checks"]}, indent=1))
     failed = [name for name, ok in out["checks"].items() if not ok]
     if failed:
