@@ -127,10 +127,11 @@ def test_module_masks_illegal_actions():
         ("--reward-scale=0", "--reward-scale 0.0: must be > 0"),
         ("--gamma=1.5", "--gamma 1.5: must be in \\[0, 1\\]"),
         ("--resume=/nonexistent/run", "no RLlib checkpoint at '/nonexistent/run'"),
+        ("--eval-deals=5 --eval-opponents=rule,nobody", "unknown agent spec 'nobody'"),
     ],
 )
 def test_bad_flags_are_named(flag, message):
-    args = rllib_ppo.parse_args(rllib_ppo.Args, [*SMALL, flag])
+    args = rllib_ppo.parse_args(rllib_ppo.Args, [*SMALL, *flag.split()])
     with pytest.raises(ValueError, match=message):
         rllib_ppo.check_args(args)
 

@@ -34,6 +34,7 @@ import torch
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
 import zhuoji_env
+from agents import make_agent
 from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
 from training.cli import parse_args, rules_from_flag
 
@@ -99,6 +100,7 @@ _AT_LEAST = {
     "minibatch": 1,
     "epochs": 1,
     "hidden": 1,
+    "torch_threads": 1,
     "num_env_runners": 0,
     "num_learners": 0,
     "save_every": 0,
@@ -127,7 +129,10 @@ def check_args(args: Args) -> None:
     for name in ("time_limit", "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"):
         if not getattr(args, name) >= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be >= 0")
-    rules_from_flag(args.rules)
+    rules = rules_from_flag(args.rules)
+    if args.eval_deals:
+        for spec in [o for o in args.eval_opponents.split(",") if o]:
+            make_agent(spec, seed=0, rules=rules)
     if args.resume:
         checkpoint_dir(args.resume)
 
