@@ -15,8 +15,13 @@ pytest.importorskip(
 )
 
 import torch  # noqa: E402
+from ray.rllib.core import (  # noqa: E402
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_RL_MODULE,
+)
 from ray.rllib.core.columns import Columns  # noqa: E402
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec  # noqa: E402
+from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec  # noqa: E402
 
 import zhuoji_env  # noqa: E402
 from agents import make_agent  # noqa: E402
@@ -150,7 +155,8 @@ def test_rllib_agent_spec_errors(tmp_path):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """One local Ray; one short iteration, then one more resumed from its checkpoint."""
+    """One local Ray; one short iteration, one more resumed from its checkpoint, and one with a
+    league of one frozen snapshot."""
     import ray
 
     out = tmp_path_factory.mktemp("rllib")
@@ -158,8 +164,11 @@ def trained(tmp_path_factory):
     try:
         assert rllib_ppo.main([*SMALL, "--iterations=1", f"--out-dir={out / 'run'}"]) == 0
         first = (out / "run" / "metrics.jsonl").read_text().splitlines()
-        rllib_ppo.main(
-            [*SMALL, "--iterations=1", f"--resume={out / 'run'}", f"--out-dir={out / 'resumed'}"]
+        resume = [f"--resume={out / 'run'}", f"--out-dir={out / 'resumed'}"]
+        assert rllib_ppo.main([*SMALL, "--iterations=1", *resume]) == 0
+        league = ["--league-size=1", "--league-every=1", "--league-prob=0.5"]
+        assert (
+            rllib_ppo.main([*SMALL, "--iterations=1", *league, f"--out-dir={out / 'league'}"]) == 0
         )
     finally:
         ray.shutdown()
@@ -185,6 +194,42 @@ def test_resume_continues_from_the_checkpoint(trained):
     (row,) = [json.loads(x) for x in (out / "resumed" / "metrics.jsonl").read_text().splitlines()]
     assert row["iteration"] == 2
     assert row["decisions"] >= 512
+
+
+def test_league_seats_play_a_frozen_snapshot_of_the_learner(trained):
+    """Frozen seats sample; after the iteration the snapshot holds the learner's trained
+    weights (it started as the initial policy, so equality means it was taken after training)."""
+    out, _ = trained
+    (row,) = [json.loads(x) for x in (out / "league" / "metrics.jsonl").read_text().splitlines()]
+    assert set(row["module_steps_sampled"]) == {"shared", "frozen_0"}
+    assert min(row["module_steps_sampled"].values()) > 0
+    modules = (
+        out
+        / "league"
+        / "checkpoint"
+        / COMPONENT_LEARNER_GROUP
+        / COMPONENT_LEARNER
+        / COMPONENT_RL_MODULE
+    )
+    shared = RLModule.from_checkpoint(str(modules / "shared")).state_dict()
+    frozen = RLModule.from_checkpoint(str(modules / "frozen_0")).state_dict()
+    assert shared.keys() == frozen.keys()
+    assert all(torch.equal(shared[k], frozen[k]) for k in shared)
+
+
+def test_league_mapping_keeps_a_seat_for_the_game():
+    mapping = rllib_ppo.league_mapping(3, 0.5)
+
+    class Episode:
+        def __init__(self, id_):
+            self.id_ = id_
+
+    picks = [mapping(f"player_{s}", Episode(f"ep{e}")) for e in range(200) for s in range(4)]
+    assert picks[:4] == [mapping(f"player_{s}", Episode("ep0")) for s in range(4)]
+    counts = {m: picks.count(m) for m in set(picks)}
+    assert set(counts) == {"shared", "frozen_0", "frozen_1", "frozen_2"}
+    assert 300 < counts["shared"] < 500
+    assert rllib_ppo.league_mapping(0, 0.5)("player_0", Episode("x")) == "shared"
 
 
 def test_rllib_agent_plays_the_checkpoint_in_the_arena(trained):

@@ -1,6 +1,7 @@
 """Self-play PPO on Ray RLlib: ``python -m training.rllib_ppo [--flags]`` (the ``rllib`` extra).
 
-One shared masked policy plays every seat of ``zhuoji_env.env()`` games, through RLlib's
+One shared masked policy plays every seat of ``zhuoji_env.env()`` games (optionally some seats
+are played by a league of frozen snapshots of it, ``--league-size``), through RLlib's
 ``PettingZooEnv`` wrapper on RLlib's new API stack (``RLModule``, ``Learner``, ``EnvRunner``).
 By default the run is local: an embedded ``ray.init()`` on this machine. ``--address auto`` or
 ``--address HOST:PORT`` joins an existing Ray cluster (``ray start --head`` on one node,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass
@@ -77,6 +79,12 @@ class Args:
     reward_scale: float = 0.1
     """rewards are hand scores times this"""
     hidden: int = 256
+    league_size: int = 0
+    """frozen snapshots of the policy kept as opponents (0: pure self-play)"""
+    league_every: int = 10
+    """iterations between snapshots (each replaces the oldest)"""
+    league_prob: float = 0.25
+    """chance that a seat of a new game is played by a frozen snapshot (drawn uniformly)"""
     seed: int = 1
     torch_threads: int = 1
     iterations: int = 100
@@ -100,6 +108,8 @@ _AT_LEAST = {
     "minibatch": 1,
     "epochs": 1,
     "hidden": 1,
+    "league_size": 0,
+    "league_every": 1,
     "torch_threads": 1,
     "num_env_runners": 0,
     "num_learners": 0,
@@ -121,7 +131,7 @@ def check_args(args: Args) -> None:
     for name in ("lr", "reward_scale"):
         if not getattr(args, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be > 0")
-    for name in ("gamma", "gae_lambda"):
+    for name in ("gamma", "gae_lambda", "league_prob"):
         if not 0 <= getattr(args, name) <= 1:
             raise ValueError(
                 f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be in [0, 1]"
@@ -135,6 +145,37 @@ def check_args(args: Args) -> None:
             make_agent(spec, seed=0, rules=rules)
     if args.resume:
         checkpoint_dir(args.resume)
+
+
+def frozen_id(slot: int) -> str:
+    """The module id of league slot ``slot``."""
+    return f"frozen_{slot}"
+
+
+def league_mapping(size: int, prob: float):
+    """The policy mapping: each seat of each game is played by the learner, or with chance
+    ``prob`` by one of ``size`` frozen snapshots, drawn from the episode id and the seat (so a
+    seat keeps its player for the whole game)."""
+
+    def mapping(agent_id, episode, **kwargs):
+        rng = random.Random(f"{episode.id_}/{agent_id}")
+        if size and rng.random() < prob:
+            return frozen_id(rng.randrange(size))
+        return POLICY_ID
+
+    return mapping
+
+
+def snapshot(algo, slot: int) -> None:
+    """Copy the learner's weights into league slot ``slot``, on the learners and on every env
+    runner (RLlib syncs only the trained module after each iteration)."""
+    weights = algo.learner_group.get_weights([POLICY_ID])[POLICY_ID]
+    algo.learner_group.set_weights({frozen_id(slot): weights})
+    algo.env_runner_group.sync_weights(
+        from_worker_or_learner_group=algo.learner_group,
+        policies=[frozen_id(slot)],
+        inference_only=True,
+    )
 
 
 class ZhuojiMultiAgentEnv(PettingZooEnv):
@@ -162,13 +203,15 @@ class ZhuojiMultiAgentEnv(PettingZooEnv):
 
 
 def build_config(args: Args):
-    """The ``PPOConfig`` of a run: one shared :class:`MaskedPolicyModule` for every seat."""
+    """The ``PPOConfig`` of a run: one shared :class:`MaskedPolicyModule` for every seat, and
+    ``--league-size`` frozen copies of it that are never trained."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     rules = rules_from_flag(args.rules)
     runner_resources = {args.runner_resource: 1} if args.runner_resource else {}
+    frozen = [frozen_id(slot) for slot in range(args.league_size)]
     return (
         PPOConfig()
         .environment(
@@ -177,15 +220,17 @@ def build_config(args: Args):
             disable_env_checking=True,
         )
         .multi_agent(
-            policies={POLICY_ID},
-            policy_mapping_fn=lambda agent_id, episode, **kwargs: POLICY_ID,
+            policies={POLICY_ID, *frozen},
+            policy_mapping_fn=league_mapping(args.league_size, args.league_prob),
+            policies_to_train=[POLICY_ID],
         )
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={
-                    POLICY_ID: RLModuleSpec(
+                    module_id: RLModuleSpec(
                         module_class=MaskedPolicyModule, model_config={"hidden": args.hidden}
                     )
+                    for module_id in (POLICY_ID, *frozen)
                 }
             )
         )
@@ -257,6 +302,10 @@ def summarize(
         "loss/value": float(learner.get("vf_loss", float("nan"))),
         "loss/entropy": float(learner.get("entropy", float("nan"))),
         "module_steps_trained": int(learner.get("num_module_steps_trained_lifetime", 0)),
+        "module_steps_sampled": {
+            module: int(n)
+            for module, n in sorted(runners.get("num_module_steps_sampled_lifetime", {}).items())
+        },
     }
 
 
@@ -301,6 +350,9 @@ def train(args: Args) -> dict:
     try:
         if resume is not None:
             algo.restore_from_path(str(resume.resolve()))
+        else:
+            for slot in range(args.league_size):  # the league starts as the initial policy
+                snapshot(algo, slot)
         rows = []
         with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as metrics:
             t_start = time.perf_counter()
@@ -330,6 +382,8 @@ def train(args: Args) -> dict:
                     f"policy loss {row['loss/policy']:+.4f}",
                     flush=True,
                 )
+                if args.league_size and algo.iteration % args.league_every == 0:
+                    snapshot(algo, (algo.iteration // args.league_every - 1) % args.league_size)
                 out_of_time = (
                     args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
                 )
