@@ -155,8 +155,8 @@ def test_rllib_agent_spec_errors(tmp_path):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """One local Ray; one short iteration, one more resumed from its checkpoint, and one with a
-    league of one frozen snapshot."""
+    """One local Ray (up until the module's tests end); one short iteration, one more resumed
+    from its checkpoint, and one with a league of one frozen snapshot."""
     import ray
 
     out = tmp_path_factory.mktemp("rllib")
@@ -170,9 +170,9 @@ def trained(tmp_path_factory):
         assert (
             rllib_ppo.main([*SMALL, "--iterations=1", *league, f"--out-dir={out / 'league'}"]) == 0
         )
+        yield out, [json.loads(line) for line in first]
     finally:
         ray.shutdown()
-    return out, [json.loads(line) for line in first]
 
 
 def test_one_iteration_trains_and_logs_every_seat(trained):
@@ -215,6 +215,34 @@ def test_league_seats_play_a_frozen_snapshot_of_the_learner(trained):
     frozen = RLModule.from_checkpoint(str(modules / "frozen_0")).state_dict()
     assert shared.keys() == frozen.keys()
     assert all(torch.equal(shared[k], frozen[k]) for k in shared)
+
+
+def test_snapshot_reaches_the_env_runners_and_stays_frozen(trained):
+    """A snapshot replaces the frozen module on the remote env runner too, and the next
+    iteration's weight sync (of the trained module only) leaves it alone."""
+    args = rllib_ppo.parse_args(rllib_ppo.Args, [*SMALL, "--league-size=1"])
+    algo = rllib_ppo.build_config(args).build_algo()
+
+    def runner_weights(module_id):
+        (state,) = algo.env_runner_group.foreach_env_runner(
+            lambda r: r.module[module_id].get_state(), local_env_runner=False
+        )
+        return state
+
+    try:
+        moved = algo.learner_group.get_weights(["shared"])["shared"]
+        moved = {k: np.asarray(v) + 1.0 for k, v in moved.items()}  # unlike any initial weights
+        algo.learner_group.set_weights({"shared": moved})
+        rllib_ppo.snapshot(algo, 0)
+        frozen = runner_weights("frozen_0")
+        algo.train()
+        after, shared = runner_weights("frozen_0"), runner_weights("shared")
+    finally:
+        algo.stop()
+    assert frozen.keys() == moved.keys()
+    assert all(np.allclose(frozen[k], moved[k], atol=1e-6) for k in moved)
+    assert all(np.array_equal(after[k], frozen[k]) for k in frozen)
+    assert not np.array_equal(shared["pi.weight"], frozen["pi.weight"])
 
 
 def test_league_mapping_keeps_a_seat_for_the_game():

@@ -168,13 +168,13 @@ def league_mapping(size: int, prob: float):
 
 def snapshot(algo, slot: int) -> None:
     """Copy the learner's weights into league slot ``slot``, on the learners and on every env
-    runner (RLlib syncs only the trained module after each iteration)."""
+    runner. The runners get them directly: RLlib's own weight sync skips a runner that already
+    holds the learner's current weights version, which it does after every iteration."""
     weights = algo.learner_group.get_weights([POLICY_ID])[POLICY_ID]
-    algo.learner_group.set_weights({frozen_id(slot): weights})
-    algo.env_runner_group.sync_weights(
-        from_worker_or_learner_group=algo.learner_group,
-        policies=[frozen_id(slot)],
-        inference_only=True,
+    module_id = frozen_id(slot)
+    algo.learner_group.set_weights({module_id: weights})
+    algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.module[module_id].set_state(weights), local_env_runner=True
     )
 
 
