@@ -10,7 +10,15 @@ STAMP  := $(VENV)/.stamp
 # local CPU wheel in seconds, while an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: venv browser demo test lint format bench clean
+# Ray RLlib (training.rllib_ppo, the rllib: agent) lives in its own environment: ray 2.60.0 pins
+# gymnasium 1.2.2, below the main .venv's, so `make venv` and `make test` stay as they are
+# (tests/test_rllib.py skips there). `make rllib RLLIB_VENV=.venv` installs the extra into the
+# project's environment instead; `make test` then runs the RLlib tests too.
+RLLIB_VENV  ?= .venv-rllib
+RLLIB_PY    := $(RLLIB_VENV)/bin/python
+RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
+
+.PHONY: venv browser demo test lint format bench clean rllib test-rllib
 
 venv: $(STAMP)
 
@@ -20,6 +28,20 @@ $(STAMP): pyproject.toml
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install -e ".[train,dev]"
 	@touch $(STAMP)
+
+rllib: $(RLLIB_STAMP)
+
+$(RLLIB_STAMP): pyproject.toml
+	@test -x $(RLLIB_PY) || $(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_PY) -m pip install --upgrade pip
+	$(RLLIB_PY) -m pip install "$(TORCH_PIN)"
+	$(RLLIB_PY) -m pip install -e ".[train,dev,rllib]"
+	@touch $(RLLIB_STAMP)
+
+# The RLlib tests alone, one at a time (Ray starts its own processes); ray must import there.
+test-rllib: rllib
+	$(RLLIB_PY) -c "import ray.rllib"
+	$(RLLIB_PY) -m pytest -q tests/test_rllib.py
 
 demo: venv
 	$(PY) -m training.demo
@@ -51,4 +73,5 @@ bench: venv
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
-	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o -path ./$(RLLIB_VENV) -prune -o -type d -name __pycache__ \
+		-exec rm -rf {} +

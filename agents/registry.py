@@ -89,5 +89,12 @@ def _register_builtins() -> None:
     register_agent("ppo", ppo)
     register_agent("sb3", sb3)
 
+    def rllib(arg, seed=None, rules=None):  # ray is imported only when a checkpoint is named
+        from agents.rllib import agent_factory
+
+        return agent_factory(arg, seed=seed, rules=rules)
+
+    register_agent("rllib", rllib)
+
 
 _register_builtins()

@@ -1,0 +1,441 @@
+"""Self-play PPO on Ray RLlib: ``python -m training.rllib_ppo [--flags]`` (the ``rllib`` extra).
+
+One shared masked policy plays every seat of ``zhuoji_env.env()`` games (optionally some seats
+are played by a league of frozen snapshots of it, ``--league-size``), through RLlib's
+``PettingZooEnv`` wrapper on RLlib's new API stack (``RLModule``, ``Learner``, ``EnvRunner``).
+By default the run is local: an embedded ``ray.init()`` on this machine. ``--address auto`` or
+``--address HOST:PORT`` joins an existing Ray cluster (``ray start --head`` on one node,
+``ray start --address HOST:PORT`` on the others); the env runners then sample on any node and
+the learner trains in this process (or on ``--num-learners`` remote learners).
+
+The policy, :class:`agents.rllib.MaskedPolicyModule`, is the PPO scripts' MLP as an RLlib
+``TorchRLModule`` with the ``ValueFunctionAPI``: illegal actions get logit -1e9 before any
+softmax, so it never samples one, whatever the environment does with illegal actions. RLlib's
+environment checker steps unmasked random actions, so it is switched off.
+
+Each iteration logs every seat's mean episode return (the mean over all seats is 0 in a
+zero-sum game, so RLlib's ``episode_return_mean`` says nothing) and decisions per second (one
+environment step is one seat's decision). The algorithm checkpoint is written to
+``OUT_DIR/checkpoint`` (``--resume DIR`` continues from it); ``rllib:OUT_DIR`` plays it as an
+agent, e.g. ``python -m agents.arena --agents rllib:runs/rllib,rule``. Metrics go to
+``OUT_DIR/metrics.jsonl``; at the end the policy plays the arena against ``--eval-opponents``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+import zhuoji_env
+from agents import make_agent
+from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
+from training.cli import parse_args, rules_from_flag
+
+LOCAL_IP = "127.0.0.2"
+"""The address of a local Ray: Ray rewrites 127.0.0.1 to the machine's outward address and
+keeps any other loopback address, so a local run's traffic stays on the loopback interface."""
+
+
+@dataclass
+class Args:
+    """Arguments of the RLlib PPO run (every field is a command-line flag)."""
+
+    rules: str = "guiyang"
+    """preset name, or a JSON rules object {"preset": ..., "overrides": {...}}"""
+    address: str = ""
+    """Ray cluster to join: 'auto', HOST:PORT, or '' for a local Ray on this machine"""
+    ship_code: bool = False
+    """upload this checkout's zhuoji_env, agents and training packages to the cluster (Ray
+    runtime_env py_modules) instead of installing zhuoji-env on every node"""
+    num_env_runners: int = 1
+    """remote env runner actors (0: sample in this process)"""
+    envs_per_runner: int = 32
+    """games each env runner plays side by side (the model is batched over them)"""
+    runner_resource: str = ""
+    """a custom Ray resource every env runner needs (places the runners on nodes that have it)"""
+    num_learners: int = 0
+    """remote learner actors (0: the learner runs in this process)"""
+    train_batch: int = 8192
+    """decisions per training iteration (per learner)"""
+    minibatch: int = 1024
+    epochs: int = 4
+    lr: float = 3e-4
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    """gradient norm clip (0: none)"""
+    reward_scale: float = 0.1
+    """rewards are hand scores times this"""
+    hidden: int = 256
+    league_size: int = 0
+    """frozen snapshots of the policy kept as opponents (0: pure self-play)"""
+    league_every: int = 10
+    """iterations between snapshots (each replaces the oldest)"""
+    league_prob: float = 0.25
+    """chance that a seat of a new game is played by a frozen snapshot (drawn uniformly)"""
+    seed: int = 1
+    torch_threads: int = 1
+    iterations: int = 100
+    """training iterations of this run"""
+    time_limit: float = 0.0
+    """stop after this many minutes (0: no limit), then save and evaluate"""
+    save_every: int = 10
+    """iterations between checkpoints (one is always written at the end)"""
+    eval_deals: int = 100
+    """arena deals against each of --eval-opponents at the end (0: no evaluation)"""
+    eval_opponents: str = "rule,random"
+    out_dir: str = "runs/rllib"
+    resume: str = ""
+    """a run's --out-dir (or its checkpoint folder) to continue from"""
+
+
+_AT_LEAST = {
+    "iterations": 1,
+    "envs_per_runner": 1,
+    "train_batch": 1,
+    "minibatch": 1,
+    "epochs": 1,
+    "hidden": 1,
+    "league_size": 0,
+    "league_every": 1,
+    "torch_threads": 1,
+    "num_env_runners": 0,
+    "num_learners": 0,
+    "save_every": 0,
+    "eval_deals": 0,
+}
+
+
+def check_args(args: Args) -> None:
+    """Raise ``ValueError`` naming the first flag whose value is not allowed."""
+    for name, low in _AT_LEAST.items():
+        value = getattr(args, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"--{name.replace('_', '-')} {value!r}: must be an integer >= {low}")
+    if args.minibatch > args.train_batch:
+        raise ValueError(
+            f"--minibatch {args.minibatch}: must be at most --train-batch {args.train_batch}"
+        )
+    for name in ("lr", "reward_scale"):
+        if not getattr(args, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be > 0")
+    for name in ("gamma", "gae_lambda", "league_prob"):
+        if not 0 <= getattr(args, name) <= 1:
+            raise ValueError(
+                f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be in [0, 1]"
+            )
+    for name in ("time_limit", "clip_coef", "ent_coef", "vf_coef", "max_grad_norm"):
+        if not getattr(args, name) >= 0:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be >= 0")
+    rules = rules_from_flag(args.rules)
+    if args.eval_deals:
+        for spec in [o for o in args.eval_opponents.split(",") if o]:
+            make_agent(spec, seed=0, rules=rules)
+    if args.resume:
+        checkpoint_dir(args.resume)
+
+
+def frozen_id(slot: int) -> str:
+    """The module id of league slot ``slot``."""
+    return f"frozen_{slot}"
+
+
+def league_mapping(size: int, prob: float):
+    """The policy mapping: each seat of each game is played by the learner, or with chance
+    ``prob`` by one of ``size`` frozen snapshots, drawn from the episode id and the seat (so a
+    seat keeps its player for the whole game)."""
+
+    def mapping(agent_id, episode, **kwargs):
+        rng = random.Random(f"{episode.id_}/{agent_id}")
+        if size and rng.random() < prob:
+            return frozen_id(rng.randrange(size))
+        return POLICY_ID
+
+    return mapping
+
+
+def snapshot(algo, slot: int) -> None:
+    """Copy the learner's weights into league slot ``slot``, on the learners and on every env
+    runner. The runners get them directly: RLlib's own weight sync skips a runner that already
+    holds the learner's current weights version, which it does after every iteration."""
+    weights = algo.learner_group.get_weights([POLICY_ID])[POLICY_ID]
+    module_id = frozen_id(slot)
+    algo.learner_group.set_weights({module_id: weights})
+    algo.env_runner_group.foreach_env_runner(
+        lambda runner: runner.module[module_id].set_state(weights), local_env_runner=True
+    )
+
+
+class ZhuojiMultiAgentEnv(PettingZooEnv):
+    """``zhuoji_env.env()`` as an RLlib multi-agent env: RLlib's ``PettingZooEnv`` with the
+    agents in seat order (the wrapper takes them from a set) and rewards scaled.
+
+    ``config``: ``rules`` (preset name, rules object or record) and ``reward_scale``."""
+
+    def __init__(self, config: dict | None = None):
+        config = dict(config or {})
+        unknown = set(config) - {"rules", "reward_scale"}
+        if unknown:
+            raise ValueError(
+                f"unknown env_config keys {sorted(unknown)}: allowed 'rules', 'reward_scale'"
+            )
+        self.reward_scale = float(config.get("reward_scale", 1.0))
+        super().__init__(zhuoji_env.env(rules=config.get("rules", "guiyang")))
+        self.agents = sorted(self._agent_ids)
+        self.possible_agents = list(self.agents)
+
+    def step(self, action):
+        obs, rew, terminated, truncated, info = super().step(action)
+        rew = {agent: r * self.reward_scale for agent, r in rew.items()}
+        return obs, rew, terminated, truncated, info
+
+
+def build_config(args: Args):
+    """The ``PPOConfig`` of a run: one shared :class:`MaskedPolicyModule` for every seat, and
+    ``--league-size`` frozen copies of it that are never trained."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    rules = rules_from_flag(args.rules)
+    runner_resources = {args.runner_resource: 1} if args.runner_resource else {}
+    frozen = [frozen_id(slot) for slot in range(args.league_size)]
+    return (
+        PPOConfig()
+        .environment(
+            ZhuojiMultiAgentEnv,
+            env_config={"rules": rules.to_record(), "reward_scale": args.reward_scale},
+            disable_env_checking=True,
+        )
+        .multi_agent(
+            policies={POLICY_ID, *frozen},
+            policy_mapping_fn=league_mapping(args.league_size, args.league_prob),
+            policies_to_train=[POLICY_ID],
+        )
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    module_id: RLModuleSpec(
+                        module_class=MaskedPolicyModule, model_config={"hidden": args.hidden}
+                    )
+                    for module_id in (POLICY_ID, *frozen)
+                }
+            )
+        )
+        .env_runners(
+            num_env_runners=args.num_env_runners,
+            num_envs_per_env_runner=args.envs_per_runner,
+            custom_resources_per_env_runner=runner_resources,
+            episodes_to_numpy=False,
+        )
+        .learners(num_learners=args.num_learners)
+        .training(
+            train_batch_size_per_learner=args.train_batch,
+            minibatch_size=args.minibatch,
+            num_epochs=args.epochs,
+            lr=args.lr,
+            gamma=args.gamma,
+            lambda_=args.gae_lambda,
+            clip_param=args.clip_coef,
+            entropy_coeff=args.ent_coef,
+            vf_loss_coeff=args.vf_coef,
+            grad_clip=args.max_grad_norm or None,
+        )
+        .debugging(seed=args.seed)
+    )
+
+
+def init_ray(args: Args) -> None:
+    """Join ``--address``, or start a local Ray on a loopback address with at least one CPU per
+    env runner and one for this process (so that more runners than cores share the cores
+    instead of waiting)."""
+    import ray
+
+    runtime_env = {}
+    if args.ship_code:
+        import agents
+        import training
+
+        runtime_env["py_modules"] = [zhuoji_env, agents, training]
+    if args.address:
+        ray.init(address=args.address, runtime_env=runtime_env or None)
+    else:
+        cpus = max(os.cpu_count() or 1, args.num_env_runners + 1)
+        ray.init(
+            num_cpus=cpus,
+            include_dashboard=False,
+            runtime_env=runtime_env or None,
+            _node_ip_address=LOCAL_IP,
+        )
+
+
+def summarize(
+    result: dict, decisions: int, seconds: float, iteration: int, reward_scale: float
+) -> dict:
+    """The row of ``metrics.jsonl`` for one training result (seat returns in hand points)."""
+    runners = result.get("env_runners", {})
+    learner = result.get("learners", {}).get(POLICY_ID, {})
+    seat_returns = {
+        agent: float(value) / reward_scale
+        for agent, value in sorted(runners.get("agent_episode_returns_mean", {}).items())
+    }
+    return {
+        "iteration": iteration,
+        "decisions": decisions,
+        "seconds": seconds,
+        "decisions_per_s": decisions / seconds if seconds else 0.0,
+        "episodes": int(runners.get("num_episodes_lifetime", 0)),
+        "seat_returns": seat_returns,
+        "loss/policy": float(learner.get("policy_loss", float("nan"))),
+        "loss/value": float(learner.get("vf_loss", float("nan"))),
+        "loss/entropy": float(learner.get("entropy", float("nan"))),
+        "module_steps_trained": int(learner.get("num_module_steps_trained_lifetime", 0)),
+        "module_steps_sampled": {
+            module: int(n)
+            for module, n in sorted(runners.get("num_module_steps_sampled_lifetime", {}).items())
+        },
+    }
+
+
+def evaluate(out_dir: Path, args: Args, seed: int) -> dict:
+    """Arena margins of the saved policy against each of ``--eval-opponents``."""
+    from agents.arena import run_arena
+
+    rules = rules_from_flag(args.rules)
+    agent = RLlibAgent.load(out_dir, seed=seed)
+    out = {}
+    for opp in [o for o in args.eval_opponents.split(",") if o]:
+        res = run_arena(
+            [agent, opp],
+            args.eval_deals,
+            seed=seed,
+            rules=rules,
+            progress=False,
+            labels=["rllib", opp],
+        )
+        margin, ci = res.margin("rllib", opp)
+        out[opp] = {
+            "rllib_mean": res.summary()["agents"]["rllib"]["mean"],
+            "margin": margin,
+            "margin_ci95": ci,
+        }
+    return out
+
+
+def train(args: Args) -> dict:
+    """Run the training; returns the metrics rows, the checkpoint and the evaluation."""
+    import ray
+
+    check_args(args)
+    torch.set_num_threads(args.torch_threads)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resume = checkpoint_dir(args.resume) if args.resume else None
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        init_ray(args)
+    algo = build_config(args).build_algo()
+    try:
+        if resume is not None:
+            algo.restore_from_path(str(resume.resolve()))
+        else:
+            for slot in range(args.league_size):  # the league starts as the initial policy
+                snapshot(algo, slot)
+        rows = []
+        with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as metrics:
+            t_start = time.perf_counter()
+            first = algo.iteration
+            decisions0 = None
+            for _ in range(args.iterations):
+                result = algo.train()
+                lifetime = int(result["env_runners"].get("num_env_steps_sampled_lifetime", 0))
+                if decisions0 is None:  # counts of a resumed run start at the checkpoint's
+                    decisions0 = lifetime - int(
+                        result["env_runners"].get("num_env_steps_sampled", 0)
+                    )
+                row = summarize(
+                    result,
+                    lifetime - decisions0,
+                    time.perf_counter() - t_start,
+                    algo.iteration,
+                    args.reward_scale,
+                )
+                rows.append(row)
+                metrics.write(json.dumps(row) + "\n")
+                metrics.flush()
+                seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
+                print(
+                    f"iteration {row['iteration']}: {row['decisions']:,} decisions "
+                    f"{row['decisions_per_s']:,.0f}/s, seat returns {seats or '-'}, "
+                    f"policy loss {row['loss/policy']:+.4f}",
+                    flush=True,
+                )
+                if args.league_size and algo.iteration % args.league_every == 0:
+                    snapshot(algo, (algo.iteration // args.league_every - 1) % args.league_size)
+                out_of_time = (
+                    args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
+                )
+                done = algo.iteration - first >= args.iterations or out_of_time
+                if done or (args.save_every and algo.iteration % args.save_every == 0):
+                    algo.save_to_path(str((out_dir / CHECKPOINT).resolve()))
+                if done:
+                    break
+        (out_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
+        layout = cluster_layout(algo)
+        (out_dir / "cluster.json").write_text(json.dumps(layout, indent=1))
+    finally:
+        algo.stop()
+        if started_ray:
+            ray.shutdown()
+    ev = evaluate(out_dir, args, seed=args.seed + 1000) if args.eval_deals else {}
+    for opp, v in ev.items():
+        print(
+            f"vs {opp}: {v['rllib_mean']:+.2f}/hand, margin {v['margin']:+.2f} "
+            f"[{v['margin_ci95'][0]:+.2f}, {v['margin_ci95'][1]:+.2f}]"
+        )
+    return {"history": rows, "checkpoint": str(out_dir / CHECKPOINT), "eval": ev, "cluster": layout}
+
+
+def cluster_layout(algo) -> dict:
+    """Where the run lives: this process's Ray node (the learner's, with ``--num-learners 0``),
+    every remote env runner's node, and the live nodes with their resources."""
+    import ray
+
+    runners = []
+    if algo.env_runner_group.num_remote_env_runners():
+        runners = algo.env_runner_group.foreach_env_runner(
+            lambda runner: ray.get_runtime_context().get_node_id(), local_env_runner=False
+        )
+    nodes = {n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]}
+    return {
+        "driver_node": ray.get_runtime_context().get_node_id(),
+        "runner_nodes": runners,
+        "nodes": nodes,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(Args, argv, __doc__)
+    try:
+        check_args(args)
+    except ValueError as exc:
+        print(f"python -m training.rllib_ppo: error: {exc}", file=sys.stderr)
+        return 2
+    train(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
