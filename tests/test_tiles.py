@@ -249,5 +249,5 @@ def test_kind_counts_of_rows():
     assert got.shape == (2, 27) and (got[0] == 4).all()
     assert got[1, 0] == 5 and got[1, 26] == 3 and got[1].sum() == 108
     assert T.kind_counts([3, 3, 5]).tolist() == [0, 0, 0, 2, 0, 1] + [0] * 21
-    with pytest.raises(ValueError, match="0-26"):
+    with pytest.raises(ValueError, match="tile kinds must be 0-26"):
         T.kind_counts([0, 27])
