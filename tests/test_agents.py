@@ -284,7 +284,7 @@ def test_make_agent_specs():
     assert isinstance(make_agent("rule", rules="app"), RuleAgent)
     with pytest.raises(ValueError, match=r"unknown agent spec 'nosuch:x.pt'.*greedy.*random.*rule"):
         make_agent("nosuch:x.pt")
-    with pytest.raises(ValueError, match="takes no argument"):
+    with pytest.raises(ValueError, match=r"^agent 'random' takes no argument, got random:3$"):
         make_agent("random:3")
 
 
@@ -303,9 +303,14 @@ def test_register_agent_hook():
     try:
         agent = make_agent("fixedtest:some/ckpt.pt", seed=0)
         assert isinstance(agent, Fixed) and agent.path == "some/ckpt.pt"
-        with pytest.raises(ValueError, match="already registered"):
+        with pytest.raises(
+            ValueError,
+            match=r"^agent prefix 'fixedtest' is already registered \(pass replace=True\)$",
+        ):
             register_agent("fixedtest", lambda arg, seed=None, rules=None: Fixed(arg))
-        with pytest.raises(ValueError, match="bad agent prefix"):
+        with pytest.raises(
+            ValueError, match=r"^bad agent prefix 'a:b': a non-empty name without ':', ',' or '#'$"
+        ):
             register_agent("a:b", lambda arg, seed=None, rules=None: Fixed(arg))
     finally:
         AGENT_FACTORIES.pop("fixedtest", None)

@@ -243,7 +243,7 @@ def test_illegal_action_penalty(rules, penalty):
     assert e.rewards[offender] == penalty
     custom = zhuoji_env.env(illegal_action="penalty", illegal_reward=-1)
     custom.reset(seed=4)
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning, match=r"illegal action, the episode ends with the penalty"):
         custom.step(bad)
     assert custom.rewards[custom.agent_selection] == -1
 
