@@ -161,12 +161,14 @@ def test_sb3_bench_counts_learner_steps_times_batch(monkeypatch, capsys):
     pytest.importorskip("stable_baselines3")
     steps = []
 
-    class CountingSB3(vector.SB3VecEnv):
+    from zhuoji_env.envs import sb3
+
+    class CountingSB3(sb3.SB3VecEnv):
         def step_wait(self):
             steps.append(self.num_envs)
             return super().step_wait()
 
-    monkeypatch.setattr(vector, "SB3VecEnv", CountingSB3)
+    monkeypatch.setattr(sb3, "SB3VecEnv", CountingSB3)
     monkeypatch.setattr(env_bench, "time", FakeClock())
     argv = ["--only", "sb3", "--sb3-batch", "4", "--seconds", "0.25", "--json"]
     lines, out = _run(env_bench.main, argv, capsys)
