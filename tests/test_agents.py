@@ -83,15 +83,28 @@ def test_single_observation_and_shapes():
     game = BatchGame("guiyang", 4, seed=1)
     st = game.state
     obs = encode(st, np.arange(4), st.actor)
-    for agent in (RandomAgent(0), GreedyAgent(0), RuleAgent(0)):
+    # RandomAgent (envs.common.RandomPolicy) checks the mask first and the observation against it
+    random_says = (
+        rf"obs must have shape \[4, {OBS_SIZE}\] to match the mask, got \(4, 10\)",
+        rf"obs must have shape \[2, {OBS_SIZE}\] to match the mask, got \(4, {OBS_SIZE}\)",
+    )
+    encoded_says = (
+        rf"obs must have shape \[k, {OBS_SIZE}\] or \[{OBS_SIZE}\], got \(4, 10\)",
+        r"mask must have shape \[4, 86\] to match obs, got \(2, 86\)",
+    )
+    for agent, (bad_obs, bad_mask) in (
+        (RandomAgent(0), random_says),
+        (GreedyAgent(0), encoded_says),
+        (RuleAgent(0), encoded_says),
+    ):
         one = agent.act(obs[0], game.mask[0])
         assert isinstance(one, int) and game.mask[0, one]
         assert agent.act(obs[:0], game.mask[:0]).shape == (0,)
-        with pytest.raises(ValueError, match="shape"):
+        with pytest.raises(ValueError, match=bad_obs):
             agent.act(obs[:, :10], game.mask)
-        with pytest.raises(ValueError, match="mask"):
+        with pytest.raises(ValueError, match=bad_mask):
             agent.act(obs, game.mask[:2])
-        with pytest.raises(ValueError, match="legal"):
+        with pytest.raises(ValueError, match="every mask row needs at least one legal action"):
             agent.act(obs, np.zeros_like(game.mask))
     assert obs.shape[1] == OBS_SIZE
 
@@ -271,7 +284,7 @@ def test_make_agent_specs():
     assert isinstance(make_agent("rule", rules="app"), RuleAgent)
     with pytest.raises(ValueError, match=r"unknown agent spec 'nosuch:x.pt'.*greedy.*random.*rule"):
         make_agent("nosuch:x.pt")
-    with pytest.raises(ValueError, match="takes no argument"):
+    with pytest.raises(ValueError, match=r"^agent 'random' takes no argument, got random:3$"):
         make_agent("random:3")
 
 
@@ -290,9 +303,14 @@ def test_register_agent_hook():
     try:
         agent = make_agent("fixedtest:some/ckpt.pt", seed=0)
         assert isinstance(agent, Fixed) and agent.path == "some/ckpt.pt"
-        with pytest.raises(ValueError, match="already registered"):
+        with pytest.raises(
+            ValueError,
+            match=r"^agent prefix 'fixedtest' is already registered \(pass replace=True\)$",
+        ):
             register_agent("fixedtest", lambda arg, seed=None, rules=None: Fixed(arg))
-        with pytest.raises(ValueError, match="bad agent prefix"):
+        with pytest.raises(
+            ValueError, match=r"^bad agent prefix 'a:b': a non-empty name without ':', ',' or '#'$"
+        ):
             register_agent("a:b", lambda arg, seed=None, rules=None: Fixed(arg))
     finally:
         AGENT_FACTORIES.pop("fixedtest", None)

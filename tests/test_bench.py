@@ -180,9 +180,10 @@ def test_sb3_bench_counts_learner_steps_times_batch(monkeypatch, capsys):
 
 @pytest.mark.parametrize("bad", [["--seconds", "0"], ["--batch", "0"]])
 def test_env_bench_rejects_bad_arguments(bad, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as info:
         env_bench.main(bad)
-    assert "must be positive" in capsys.readouterr().err
+    assert info.value.code == 2
+    assert "error: --seconds and the batch sizes must be positive" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -190,6 +191,7 @@ def test_env_bench_rejects_bad_arguments(bad, capsys):
     [(["--batch", "0"], "--batch must be >= 1"), (["--seconds", "0"], "--seconds must be > 0")],
 )
 def test_engine_bench_rejects_bad_arguments(bad, why, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as info:
         bench.main(bad)
-    assert why in capsys.readouterr().err
+    assert info.value.code == 2
+    assert f"error: {why}" in capsys.readouterr().err

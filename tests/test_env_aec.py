@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -199,7 +200,8 @@ def test_illegal_action_raises_with_a_helpful_message(make):
     agent = e.agent_selection
     mask = e.observe(agent)["action_mask"]
     bad = int(np.flatnonzero(mask == 0)[0])
-    with pytest.raises(IllegalActionError) as err:
+    tried = rf"{agent} \(seat \d\) tried action {bad} \({re.escape(A.describe(bad))}\), which is"
+    with pytest.raises(IllegalActionError, match=tried + r" illegal in this .*; legal: \[") as err:
         e.step(bad)
     msg = str(err.value)
     assert agent in msg and A.describe(bad) in msg and "legal" in msg
@@ -241,7 +243,7 @@ def test_illegal_action_penalty(rules, penalty):
     assert e.rewards[offender] == penalty
     custom = zhuoji_env.env(illegal_action="penalty", illegal_reward=-1)
     custom.reset(seed=4)
-    with pytest.warns(UserWarning):
+    with pytest.warns(UserWarning, match=r"illegal action, the episode ends with the penalty"):
         custom.step(bad)
     assert custom.rewards[custom.agent_selection] == -1
 

@@ -86,6 +86,7 @@ def test_raw_env_before_reset_after_the_end_and_unknown_agents():
         (lambda: e.observe("player_0"), "observe"),
         (e.state, "state"),
         (e.render_text, "rendering"),
+        (e.render_picture, "rendering"),
     ]:
         with pytest.raises(RuntimeError, match=f"call reset\\(\\) before {what}"):
             call()
@@ -207,9 +208,13 @@ def test_single_takes_integer_likes_and_refuses_the_rest(mode):
     np.testing.assert_array_equal(env.action_masks(), mask)  # not taken as illegal: unchanged
 
 
-def test_single_step_before_reset():
+def test_single_step_and_rendering_before_reset():
+    env = SingleAgentEnv()
     with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
-        SingleAgentEnv().step(0)
+        env.step(0)
+    for render in (env.render_text, env.render_picture):
+        with pytest.raises(RuntimeError, match=r"^call reset\(\) before rendering$"):
+            render()
 
 
 def test_opponent_names_are_refused_at_construction():

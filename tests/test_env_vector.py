@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -98,7 +99,8 @@ def test_selfplay_illegal_action_raises():
     _, masks, _ = env.reset(seed=0)
     acts = masks.argmax(1)
     acts[2] = int(np.flatnonzero(~masks[2])[0])
-    with pytest.raises(IllegalActionError, match="game 2"):
+    tried = re.escape(A.describe(int(acts[2])))
+    with pytest.raises(IllegalActionError, match=rf"^game 2: seat \d tried {tried}; legal: \["):
         env.step(acts)
     acts[2] = masks[2].argmax()
     env.step(acts)

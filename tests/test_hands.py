@@ -7,6 +7,8 @@ batch/single agreement and bad input.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -924,9 +926,10 @@ BAD_SHAPES = [(26,), (28,), (3, 26), (2, 3, 9), (0,)]
 )
 def test_wrong_last_axis(fn, shape):
     c = np.zeros(shape, dtype=np.int8)
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError, match=rf"expected counts with last axis 27, got shape {re.escape(str(shape))}$"
+    ):
         fn(c)
-    assert "27" in str(e.value)
 
 
 @pytest.mark.parametrize("size", [0, 3, 6, 9, 12, 15, 17])

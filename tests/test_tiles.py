@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,23 +56,28 @@ def test_unicode_glyphs():
 
 @pytest.mark.parametrize("bad", ["0m", "1z", "10m", "", "m1", "1M", " 1m", "1", "5mm"])
 def test_bad_code_strings(bad):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError,
+        match=rf"^bad tile code {re.escape(repr(bad))}: expected rank 1-9 then suit m, p or s",
+    ):
         T.kind(bad)
-    assert repr(bad) in str(e.value)
 
 
 @pytest.mark.parametrize("bad", [None, 5, 0, 1.0, ("1", "m")])
 def test_bad_code_non_strings(bad):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError,
+        match=rf"^bad tile code {re.escape(repr(bad))}: expected rank 1-9 then suit m, p or s",
+    ):
         T.kind(bad)
-    assert repr(bad) in str(e.value)
 
 
 @pytest.mark.parametrize("bad", [-1, 27, 100, "1m", None, 1.5])
 def test_bad_kind(bad):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError, match=rf"^bad tile kind {re.escape(repr(bad))}: expected an integer 0-26$"
+    ):
         T.code(bad)
-    assert repr(bad) in str(e.value)
 
 
 # ------------------------------------------------------------------------ parse and format
@@ -88,24 +95,31 @@ def test_parse_all_codes():
     assert T.parse_tiles(ALL_CODES) == list(range(27))
 
 
-@pytest.mark.parametrize("bad, shown", [("1m0m", "0m"), ("1m1z", "1z"), ("5p5", "5p5")])
-def test_parse_bad_string(bad, shown):
-    with pytest.raises(ValueError) as e:
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("1m0m", "bad tile code '0m': expected rank 1-9"),
+        ("1m1z", "bad tile code '1z': expected rank 1-9"),
+        ("5p5", "tile string of odd length 3: '5p5'"),
+    ],
+)
+def test_parse_bad_string(bad, why):
+    with pytest.raises(ValueError, match="^" + why):
         T.parse_tiles(bad)
-    assert shown in str(e.value)
 
 
 def test_parse_odd_length_names_the_text():
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(ValueError, match="^tile string of odd length 3: '10m'$"):
         T.parse_tiles("10m")
-    assert "10m" in str(e.value)
 
 
 @pytest.mark.parametrize("bad", ["0m", "1z", "10m", ""])
 def test_parse_bad_list_item(bad):
-    with pytest.raises(ValueError) as e:
+    with pytest.raises(
+        ValueError,
+        match=rf"^bad tile code {re.escape(repr(bad))}: expected rank 1-9 then suit m, p or s",
+    ):
         T.parse_tiles(["1m", bad])
-    assert repr(bad) in str(e.value)
 
 
 def test_format():
@@ -249,5 +263,5 @@ def test_kind_counts_of_rows():
     assert got.shape == (2, 27) and (got[0] == 4).all()
     assert got[1, 0] == 5 and got[1, 26] == 3 and got[1].sum() == 108
     assert T.kind_counts([3, 3, 5]).tolist() == [0, 0, 0, 2, 0, 1] + [0] * 21
-    with pytest.raises(ValueError, match="0-26"):
+    with pytest.raises(ValueError, match="tile kinds must be 0-26"):
         T.kind_counts([0, 27])
