@@ -18,7 +18,7 @@ from training.learner import (
     seat_gae,
     shaped_rewards,
 )
-from training.ppo_selfplay import Args, Rollout, rollout_advantages
+from training.ppo_selfplay import Args, Rollout, planned_updates, progress, rollout_advantages
 from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
 from zhuoji_env.observation import OBS_SIZE
 
@@ -189,6 +189,48 @@ def test_one_ppo_update_moves_log_probabilities_with_the_advantage_sign(one_torc
     # one minibatch, ratio 1 on entry: policy loss -mean(normalised advantage) = 0, no clipping
     assert stats["loss/policy"] == pytest.approx(0.0, abs=1e-6)
     assert stats["loss/clipfrac"] == 0.0 and stats["loss/approx_kl"] == pytest.approx(0, abs=1e-7)
+
+
+def test_bf16_update_still_moves_log_probabilities_with_the_advantage_sign(one_torch_thread):
+    """Under bfloat16 autocast (float32 log-softmax, ratios and losses) one update moves the
+    log-probabilities as the float32 update does, and its logged entropy is the policy's."""
+    for bf16 in (False, True):
+        net, b = _policy_batch()
+        before = torch.distributions.Categorical(logits=net(b.obs, b.mask)[0]).entropy().mean()
+        stats = ppo_update(
+            net,
+            torch.optim.Adam(net.parameters(), lr=1e-3),
+            b,
+            epochs=1,
+            num_minibatches=1,
+            clip_coef=0.2,
+            ent_coef=0.0,
+            vf_coef=0.0,
+            max_grad_norm=10.0,
+            rng=np.random.default_rng(0),
+            bf16=bf16,
+        )
+        change = (_logp(net, b) - b.logp).numpy()
+        up, down = change[b.adv.numpy() > 0], change[b.adv.numpy() < 0]
+        assert up.mean() > 0 > down.mean(), bf16
+        assert (up > 0).mean() > 0.8 and (down < 0).mean() > 0.8, bf16
+        tol = 2e-2 if bf16 else 1e-5  # bf16 keeps 8 bits of the logits' mantissa
+        assert stats["loss/entropy"] == pytest.approx(before.item(), rel=tol), bf16
+
+
+def test_the_run_progress_follows_the_decisions_or_the_time_limit():
+    """The learning rate decays with ``1 - progress``: the share of the planned updates, or of
+    the time budget, whichever is larger; no --total-decisions with a time limit is no cap."""
+    assert planned_updates(Args()) == 2_000_000 // (256 * 128) == 61
+    assert planned_updates(Args(time_limit=55)) is None
+    assert planned_updates(Args(time_limit=55, total_decisions=256 * 128 * 10)) == 10
+    assert planned_updates(Args(total_decisions=5)) == 1
+    assert progress(0, 61, 0.0, 0.0) == 0.0
+    assert progress(30, 60, 999.0, 0.0) == 0.5
+    assert progress(7, None, 15 * 60.0, 60.0) == 0.25
+    assert progress(5, 10, 15 * 60.0, 60.0) == 0.5  # the decisions run out first
+    assert progress(1, 10, 30 * 60.0, 60.0) == 0.5  # the time runs out first
+    assert progress(3, None, 2 * 3600.0, 60.0) == 1.0
 
 
 def test_ppo_update_logs_means_over_its_minibatches(one_torch_thread):

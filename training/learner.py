@@ -115,51 +115,51 @@ def ppo_update(
     vf_coef: float,
     max_grad_norm: float,
     rng: np.random.Generator,
+    bf16: bool = False,
 ) -> dict[str, float]:
-    """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches.
+    """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches, on the device
+    of ``net`` (the batch is moved there once).
 
-    Advantages are normalised per minibatch (of two or more decisions). Returns the means over
-    all minibatches of the policy loss, value loss, entropy, approximate KL and clip fraction,
-    and the explained variance of the batch's values (as CleanRL logs them); ``{}`` for an empty
-    batch."""
+    Advantages are normalised per minibatch (of two or more decisions). With ``bf16`` the
+    network's forward and backward run under bfloat16 autocast, while the log-softmax, ratios,
+    entropy and losses are computed in float32. Returns the means over all minibatches of the
+    policy loss, value loss, entropy, approximate KL and clip fraction, and the explained
+    variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch."""
     n = batch.act.numel()
+    if not n:
+        return {}
+    device = next(net.parameters()).device
+    b = Batch(*(x.to(device) for x in batch))
     mb = max(1, n // num_minibatches)
-    sums: dict[str, float] = {}
-    count = 0
+    steps = []
     for _ in range(epochs):
-        perm = torch.from_numpy(rng.permutation(n))
+        perm = torch.from_numpy(rng.permutation(n)).to(device)
         for s in range(0, n - mb + 1, mb):  # whole minibatches only
             j = perm[s : s + mb]
-            logits, value = net(batch.obs[j], batch.mask[j])
-            dist = torch.distributions.Categorical(logits=logits)
-            logp = dist.log_prob(batch.act[j])
-            log_ratio = logp - batch.logp[j]
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                logits, value = net(b.obs[j], b.mask[j])
+            logp_all = torch.log_softmax(logits.float(), -1)
+            logp = logp_all.gather(-1, b.act[j, None]).squeeze(-1)
+            log_ratio = logp - b.logp[j]
             ratio = log_ratio.exp()
-            a = batch.adv[j]
+            a = b.adv[j]
             if mb > 1:
                 a = (a - a.mean()) / (a.std() + 1e-8)
             pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
-            vloss = 0.5 * ((value - batch.ret[j]) ** 2).mean()
-            ent = dist.entropy().mean()
+            vloss = 0.5 * ((value.float() - b.ret[j]) ** 2).mean()
+            ent = -(logp_all.exp() * logp_all).sum(-1).mean()  # masked actions: 0 * -1e9 = 0
             loss = pg + vf_coef * vloss - ent_coef * ent
             opt.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
             opt.step()
             with torch.no_grad():
-                step = {
-                    "loss/policy": pg.item(),
-                    "loss/value": vloss.item(),
-                    "loss/entropy": ent.item(),
-                    "loss/approx_kl": ((ratio - 1) - log_ratio).mean().item(),
-                    "loss/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
-                }
-            for k, v in step.items():
-                sums[k] = sums.get(k, 0.0) + v
-            count += 1
-    if not count:
-        return {}
-    stats = {k: v / count for k, v in sums.items()}
+                kl = ((ratio - 1) - log_ratio).mean()
+                clipped = ((ratio - 1).abs() > clip_coef).float().mean()
+                steps.append(torch.stack([pg, vloss, ent, kl, clipped]).detach())
+    names = ("policy", "value", "entropy", "approx_kl", "clipfrac")
+    means = torch.stack(steps).mean(0).tolist()  # one device sync per update
+    stats = {f"loss/{k}": v for k, v in zip(names, means, strict=True)}
     stats["loss/explained_variance"] = explained_variance(batch.value.numpy(), batch.ret.numpy())
     return stats
 
