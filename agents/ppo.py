@@ -65,7 +65,12 @@ class PolicyNet(nn.Module):
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor):
         """Masked logits (illegal actions at -1e9, before any softmax) and values."""
-        h = self.body(obs)
+        return self.after_first_layer(self.body[0](obs), mask)
+
+    def after_first_layer(self, pre: torch.Tensor, mask: torch.Tensor):
+        """:meth:`forward` from the first layer's output ``pre`` on (the learner computes that
+        layer from the observations' nonzeros, :class:`training.learner.SparseRowsLinear`)."""
+        h = self.body[3](self.body[2](self.body[1](pre)))
         logits = self.pi(h).masked_fill(~mask, NEG_INF)
         return logits, self.v(h).squeeze(-1)
 

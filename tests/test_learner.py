@@ -11,9 +11,11 @@ from agents.base import Agent
 from agents.ppo import PolicyNet
 from training.learner import (
     Batch,
+    SparseRowsLinear,
     behaviour_clone,
     collect_demonstrations,
     explained_variance,
+    nonzeros_by_row,
     ppo_update,
     seat_gae,
     shaped_rewards,
@@ -216,6 +218,34 @@ def test_bf16_update_still_moves_log_probabilities_with_the_advantage_sign(one_t
         assert (up > 0).mean() > 0.8 and (down < 0).mean() > 0.8, bf16
         tol = 2e-2 if bf16 else 1e-5  # bf16 keeps 8 bits of the logits' mantissa
         assert stats["loss/entropy"] == pytest.approx(before.item(), rel=tol), bf16
+
+
+def test_nonzeros_by_row_pads_with_column_zero_and_value_zero():
+    x = torch.tensor([[0.0, 2.0, 0.0, 3.0], [0.0, 0.0, 0.0, 0.0], [5.0, 0.0, 0.0, 0.0]])
+    idx, vals = nonzeros_by_row(x)
+    assert idx.tolist() == [[1, 3], [0, 0], [0, 0]]
+    assert vals.tolist() == [[2.0, 3.0], [0.0, 0.0], [5.0, 0.0]]
+
+
+def test_sparse_first_layer_matches_the_dense_layer_and_its_gradients():
+    """The update's first layer from the nonzeros gives the dense layer's outputs and weight
+    and bias gradients (the same sums in another order)."""
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(300, 40, generator=gen) < 0.1) * torch.rand(300, 40, generator=gen)
+    x[7] = 0  # an all-zero row
+    x[:, 5] = 0  # an all-zero column
+    layer = torch.nn.Linear(40, 16)
+    g = torch.randn(300, 16, generator=gen)
+    torch.nn.functional.linear(x, layer.weight, layer.bias).backward(g)
+    dense_w, dense_b = layer.weight.grad.clone(), layer.bias.grad.clone()
+    layer.zero_grad()
+    out = SparseRowsLinear.apply(*nonzeros_by_row(x), layer.weight, layer.bias)
+    out.backward(g)
+    want = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer.weight.grad, dense_w, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer.bias.grad, dense_b, rtol=1e-5, atol=1e-5)
+    assert (layer.weight.grad[:, 5] == 0).all()  # an unused column has no gradient
 
 
 def test_the_run_progress_follows_the_decisions_or_the_time_limit():

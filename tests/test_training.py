@@ -333,3 +333,19 @@ def test_time_limit_alone_runs_past_the_default_decisions_and_decays_the_lr(tmp_
     # each update's rate is lr x (1 - elapsed share) at its start, i.e. before its row's time
     for prev, row in zip(rows, rows[1:], strict=False):
         assert row["train"]["train/lr"] <= args.lr * (1 - prev["seconds"] / 1.2) + 1e-12
+
+
+def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_thread):
+    from training import bench_learner
+
+    assert (
+        bench_learner.main(["--updates", "2", "--num-envs", "4", "--num-steps", "8", "--json"]) == 0
+    )
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["decisions"] == 2 * 4 * 8 and 0 < res["trained_decisions"] <= 64
+    assert set(res["phases"]) == {"env", "inference", "update"}
+    wall = sum(p["wall"] for p in res["phases"].values())
+    assert res["wall_s"] == pytest.approx(wall)
+    assert res["per_second"]["wall"] == pytest.approx(64 / wall)
+    for p in res["phases"].values():
+        assert p["per_second_wall"] == pytest.approx(64 / p["wall"])

@@ -19,6 +19,13 @@ has one line per update: its ``train`` entry holds the means over the update's m
 the policy and value losses, entropy, approximate KL and clip fraction, and the explained
 variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
 prints the share of wall time spent inside the environment.
+
+Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``--total-decisions``
+caps the run too; with neither, 2M decisions. The learning rate decays linearly to 0 over the
+run's progress, the larger of the share of the decisions trained and of the time budget spent
+(:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
+network runs; ``--bf16`` autocasts the update to bfloat16 (a GPU's gain; slower on CPUs without
+bf16 units, this project's CPU among them).
 """
 
 from __future__ import annotations
@@ -289,9 +296,8 @@ def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.
     """``(actions, log-probabilities, values)`` of ``net``'s masked policy on a batch of
     observations (CPU tensors, values as numpy); call under ``torch.inference_mode``."""
     logits, value = net(obs.to(device), mask.to(device))
-    logp_all = torch.log_softmax(logits, -1)
-    action = torch.multinomial(logp_all.exp(), 1)
-    logp = logp_all.gather(-1, action).squeeze(-1)
+    action = torch.multinomial(torch.softmax(logits, -1), 1)  # not exp(log_softmax): see learner
+    logp = torch.log_softmax(logits, -1).gather(-1, action).squeeze(-1)
     return action.squeeze(-1).cpu(), logp.cpu(), value.cpu().numpy()
 
 
