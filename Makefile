@@ -70,6 +70,7 @@ format: venv
 bench: venv
 	$(PY) -m zhuoji_env.bench
 	$(PY) -m zhuoji_env.envs.bench
+	$(PY) -m training.bench_learner
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

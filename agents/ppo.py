@@ -8,7 +8,9 @@ run code, and checked before use: a file that is not a checkpoint, is truncated,
 other than plain data, was trained on another observation size or version, or holds NaN or
 infinite weights raises ``ValueError`` naming the file and what is wrong.
 ``PPOAgent.load(path)`` plays it through the common agent interface, so
-``python -m agents.arena --agents ppo:runs/ppo/latest.pt,rule`` evaluates it. This module
+``python -m agents.arena --agents ppo:runs/ppo/latest.pt,rule`` evaluates it. A checkpoint loads
+on the CPU unless a device is named (:func:`resolve_device`: ``cpu``, ``cuda`` or ``auto``, which
+is CUDA when torch sees it), e.g. ``ppo:PATH:cuda`` or ``ppo:PATH:greedy:auto``. This module
 imports torch; the registry imports it only when a ``ppo:`` agent is made.
 """
 
@@ -25,6 +27,23 @@ from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.observation import OBS_SIZE, VERSION
 
 NEG_INF = -1e9
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(name: str) -> torch.device:
+    """The torch device of a device name: ``cpu``, ``cuda``, or ``auto`` (CUDA when torch sees
+    a CUDA device, else the CPU). ``cuda`` without a CUDA device raises ``ValueError``."""
+    if name not in DEVICES:
+        raise ValueError(f"device {name!r}: must be one of {', '.join(DEVICES)}")
+    cuda = torch.cuda.is_available()
+    if name == "cuda" and not cuda:
+        cu = torch.version.cuda
+        built = f"built with CUDA {cu}" if cu else "a CPU-only build"
+        raise ValueError(
+            f"device 'cuda': torch sees no CUDA device (torch {torch.__version__}, {built}); "
+            "use 'cpu', or 'auto' to take CUDA only when there is one"
+        )
+    return torch.device("cuda" if name == "cuda" or (name == "auto" and cuda) else "cpu")
 
 
 class PolicyNet(nn.Module):
@@ -46,7 +65,12 @@ class PolicyNet(nn.Module):
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor):
         """Masked logits (illegal actions at -1e9, before any softmax) and values."""
-        h = self.body(obs)
+        return self.after_first_layer(self.body[0](obs), mask)
+
+    def after_first_layer(self, pre: torch.Tensor, mask: torch.Tensor):
+        """:meth:`forward` from the first layer's output ``pre`` on (the learner computes that
+        layer from the observations' nonzeros, :class:`training.learner.SparseRowsLinear`)."""
+        h = self.body[3](self.body[2](self.body[1](pre)))
         logits = self.pi(h).masked_fill(~mask, NEG_INF)
         return logits, self.v(h).squeeze(-1)
 
@@ -95,8 +119,10 @@ def _read(path: Path) -> dict:
     return ckpt
 
 
-def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict]:
-    """The network of a checkpoint file and the whole checkpoint dict (checked, see above)."""
+def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, dict]:
+    """The network of a checkpoint file, on ``device`` (:func:`resolve_device`), and the whole
+    checkpoint dict (checked, see above; its tensors stay on the CPU)."""
+    where = resolve_device(device)
     path = Path(path)
     ckpt = _read(path)
     if ckpt.get("obs_version") != VERSION:
@@ -126,11 +152,12 @@ def load_checkpoint(path: str | Path) -> tuple[PolicyNet, dict]:
     if bad:
         raise ValueError(f"{path}: NaN or infinite weights in {', '.join(bad)}")
     net.eval()
-    return net, ckpt
+    return net.to(where), ckpt
 
 
 class PPOAgent(Agent):
-    """Plays a policy network: samples from its masked policy, or takes its argmax."""
+    """Plays a policy network, on the device its weights are on: samples from its masked
+    policy, or takes its argmax."""
 
     name = "ppo"
     uses_torch = True
@@ -139,30 +166,46 @@ class PPOAgent(Agent):
         super().__init__(seed)
         self.net = net
         self.greedy = greedy
-        self._gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
+        self.device = next(net.parameters()).device
+        self._gen = self._generator()
+
+    def _generator(self) -> torch.Generator:
+        return torch.Generator(self.device).manual_seed(int(self.rng.integers(2**62)))
 
     def reseed(self, seed) -> None:
         super().reseed(seed)
-        self._gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
+        self._gen = self._generator()
 
     @classmethod
-    def load(cls, path: str | Path, seed=None, greedy: bool = False) -> PPOAgent:
-        net, _ = load_checkpoint(path)
+    def load(
+        cls, path: str | Path, seed=None, greedy: bool = False, device: str = "cpu"
+    ) -> PPOAgent:
+        net, _ = load_checkpoint(path, device)
         return cls(net, seed=seed, greedy=greedy)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(mask))
+        o = torch.from_numpy(obs).to(self.device)
+        logits, _ = self.net(o, torch.from_numpy(mask).to(self.device))
         if self.greedy:
-            return logits.argmax(-1).numpy()
+            return logits.argmax(-1).cpu().numpy()
         probs = torch.softmax(logits, -1)
-        return torch.multinomial(probs, 1, generator=self._gen).squeeze(-1).numpy()
+        return torch.multinomial(probs, 1, generator=self._gen).squeeze(-1).cpu().numpy()
 
 
 def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
-    """``ppo:PATH`` samples from the policy; ``ppo:PATH:greedy`` takes its argmax."""
+    """``ppo:PATH`` samples from the policy on the CPU; options after the path, in any order:
+    ``:greedy`` takes its argmax, ``:cpu``, ``:cuda`` or ``:auto`` picks the device."""
     if not arg:
-        raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt")
-    greedy = arg.endswith(":greedy")
-    path = arg[: -len(":greedy")] if greedy else arg
-    return PPOAgent.load(path, seed=seed, greedy=greedy)
+        raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt[:greedy][:DEVICE]")
+    path, greedy, device = arg, False, "cpu"
+    while True:
+        head, sep, last = path.rpartition(":")
+        if not sep or not head or last not in ("greedy", *DEVICES):
+            break
+        if last == "greedy":
+            greedy = True
+        else:
+            device = last
+        path = head
+    return PPOAgent.load(path, seed=seed, greedy=greedy, device=device)

@@ -1,7 +1,7 @@
 """Agent specs: ``make_agent("random" | "greedy" | "rule" | "prefix:argument", seed)``.
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
-factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy]`` (a
+factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
 checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`) and ``sb3:PATH`` (a MaskablePPO
 model, :mod:`agents.sb3`); the last two import torch only when such an agent is made. Other
 code adds its own agents with :func:`register_agent`::

@@ -11,14 +11,16 @@ from agents.base import Agent
 from agents.ppo import PolicyNet
 from training.learner import (
     Batch,
+    SparseRowsLinear,
     behaviour_clone,
     collect_demonstrations,
     explained_variance,
+    nonzeros_by_row,
     ppo_update,
     seat_gae,
     shaped_rewards,
 )
-from training.ppo_selfplay import Args, Rollout, rollout_advantages
+from training.ppo_selfplay import Args, Rollout, planned_updates, progress, rollout_advantages
 from zhuoji_env.envs.vector import SelfPlayVecEnv, Transitions
 from zhuoji_env.observation import OBS_SIZE
 
@@ -189,6 +191,76 @@ def test_one_ppo_update_moves_log_probabilities_with_the_advantage_sign(one_torc
     # one minibatch, ratio 1 on entry: policy loss -mean(normalised advantage) = 0, no clipping
     assert stats["loss/policy"] == pytest.approx(0.0, abs=1e-6)
     assert stats["loss/clipfrac"] == 0.0 and stats["loss/approx_kl"] == pytest.approx(0, abs=1e-7)
+
+
+def test_bf16_update_still_moves_log_probabilities_with_the_advantage_sign(one_torch_thread):
+    """Under bfloat16 autocast (float32 log-softmax, ratios and losses) one update moves the
+    log-probabilities as the float32 update does, and its logged entropy is the policy's."""
+    for bf16 in (False, True):
+        net, b = _policy_batch()
+        before = torch.distributions.Categorical(logits=net(b.obs, b.mask)[0]).entropy().mean()
+        stats = ppo_update(
+            net,
+            torch.optim.Adam(net.parameters(), lr=1e-3),
+            b,
+            epochs=1,
+            num_minibatches=1,
+            clip_coef=0.2,
+            ent_coef=0.0,
+            vf_coef=0.0,
+            max_grad_norm=10.0,
+            rng=np.random.default_rng(0),
+            bf16=bf16,
+        )
+        change = (_logp(net, b) - b.logp).numpy()
+        up, down = change[b.adv.numpy() > 0], change[b.adv.numpy() < 0]
+        assert up.mean() > 0 > down.mean(), bf16
+        assert (up > 0).mean() > 0.8 and (down < 0).mean() > 0.8, bf16
+        tol = 2e-2 if bf16 else 1e-5  # bf16 keeps 8 bits of the logits' mantissa
+        assert stats["loss/entropy"] == pytest.approx(before.item(), rel=tol), bf16
+
+
+def test_nonzeros_by_row_pads_with_column_zero_and_value_zero():
+    x = torch.tensor([[0.0, 2.0, 0.0, 3.0], [0.0, 0.0, 0.0, 0.0], [5.0, 0.0, 0.0, 0.0]])
+    idx, vals = nonzeros_by_row(x)
+    assert idx.tolist() == [[1, 3], [0, 0], [0, 0]]
+    assert vals.tolist() == [[2.0, 3.0], [0.0, 0.0], [5.0, 0.0]]
+
+
+def test_sparse_first_layer_matches_the_dense_layer_and_its_gradients():
+    """The update's first layer from the nonzeros gives the dense layer's outputs and weight
+    and bias gradients (the same sums in another order)."""
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(300, 40, generator=gen) < 0.1) * torch.rand(300, 40, generator=gen)
+    x[7] = 0  # an all-zero row
+    x[:, 5] = 0  # an all-zero column
+    layer = torch.nn.Linear(40, 16)
+    g = torch.randn(300, 16, generator=gen)
+    torch.nn.functional.linear(x, layer.weight, layer.bias).backward(g)
+    dense_w, dense_b = layer.weight.grad.clone(), layer.bias.grad.clone()
+    layer.zero_grad()
+    out = SparseRowsLinear.apply(*nonzeros_by_row(x), layer.weight, layer.bias)
+    out.backward(g)
+    want = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer.weight.grad, dense_w, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(layer.bias.grad, dense_b, rtol=1e-5, atol=1e-5)
+    assert (layer.weight.grad[:, 5] == 0).all()  # an unused column has no gradient
+
+
+def test_the_run_progress_follows_the_decisions_or_the_time_limit():
+    """The learning rate decays with ``1 - progress``: the share of the planned updates, or of
+    the time budget, whichever is larger; no --total-decisions with a time limit is no cap."""
+    assert planned_updates(Args()) == 2_000_000 // (256 * 128) == 61
+    assert planned_updates(Args(time_limit=55)) is None
+    assert planned_updates(Args(time_limit=55, total_decisions=256 * 128 * 10)) == 10
+    assert planned_updates(Args(total_decisions=5)) == 1
+    assert progress(0, 61, 0.0, 0.0) == 0.0
+    assert progress(30, 60, 999.0, 0.0) == 0.5
+    assert progress(7, None, 15 * 60.0, 60.0) == 0.25
+    assert progress(5, 10, 15 * 60.0, 60.0) == 0.5  # the decisions run out first
+    assert progress(1, 10, 30 * 60.0, 60.0) == 0.5  # the time runs out first
+    assert progress(3, None, 2 * 3600.0, 60.0) == 1.0
 
 
 def test_ppo_update_logs_means_over_its_minibatches(one_torch_thread):

@@ -215,7 +215,12 @@ PPO_BAD_FLAGS = [
         "--resume .*garbage.pt.*not a PPO checkpoint, not written by torch.save",
     ),
     (["--resume", "MISSING"], "--resume .*no checkpoint file"),
+    (["--total-decisions", "-1"], "--total-decisions -1: must be an integer >= 0"),
+    (["--device", "gpu"], "--device 'gpu': device 'gpu': must be one of auto, cpu, cuda"),
 ]
+NO_CUDA = [(["--device", "cuda"], "--device 'cuda': device 'cuda': torch sees no CUDA device")]
+if not torch.cuda.is_available():
+    PPO_BAD_FLAGS += NO_CUDA
 
 
 @pytest.mark.parametrize(
@@ -252,7 +257,10 @@ SB3_BAD_FLAGS = [
     (["--opponent", "nosuch"], "--opponent 'nosuch': unknown agent spec"),
     (["--rules", "{"], "--rules '{': not valid JSON"),
     (["--eval-opponents", "rule,x"], "--eval-opponents 'rule,x': unknown agent spec 'x'"),
+    (["--device", "tpu"], "--device 'tpu': device 'tpu': must be one of auto, cpu, cuda"),
 ]
+if not torch.cuda.is_available():
+    SB3_BAD_FLAGS += NO_CUDA
 
 
 @pytest.mark.parametrize(
@@ -280,3 +288,64 @@ def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
             demo.main([*argv, "--out-dir", str(out)])
         assert info.value.code == 2 and message in capsys.readouterr().err
         assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only fallback")
+def test_device_auto_is_the_cpu_without_cuda_for_trainers_and_checkpoint_agents(tmp_path):
+    from agents.ppo import PolicyNet, resolve_device, save_checkpoint
+
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
+    rules, _, device = ppo_selfplay.check_args(ppo_selfplay.Args(out_dir=str(tmp_path / "r")))
+    assert device == torch.device("cpu")
+    assert sb3_maskable.check_args(sb3_maskable.Args(out_dir=str(tmp_path / "s")))[1].type == "cpu"
+    save_checkpoint(tmp_path / "c.pt", PolicyNet(8))
+    for spec in ("", ":auto", ":greedy:cpu", ":auto:greedy"):
+        agent = make_agent(f"ppo:{tmp_path / 'c.pt'}{spec}", seed=0)
+        assert agent.device == torch.device("cpu")
+        assert agent.greedy == ("greedy" in spec)
+    with pytest.raises(ValueError, match="device 'cuda': torch sees no CUDA device"):
+        make_agent(f"ppo:{tmp_path / 'c.pt'}:greedy:cuda", seed=0)
+
+
+def test_time_limit_alone_runs_past_the_default_decisions_and_decays_the_lr(tmp_path):
+    """With --time-limit and no --total-decisions nothing but the clock stops the run, and the
+    learning rate falls with the share of the time budget spent."""
+    args = ppo_selfplay.Args(
+        time_limit=0.02,  # 1.2 s
+        num_envs=4,
+        num_steps=8,
+        num_minibatches=1,
+        update_epochs=1,
+        hidden=16,
+        eval_opponents="",
+        save_every=0,
+        out_dir=str(tmp_path),
+        progress=False,
+    )
+    assert ppo_selfplay.planned_updates(args) is None
+    out = ppo_selfplay.train(args)
+    rows = out["updates"]
+    assert out["seconds"] >= 1.2 and len(rows) >= 3
+    assert rows[-2]["seconds"] <= 1.2 < rows[-1]["seconds"]  # the first update past the limit
+    lrs = [row["train"]["train/lr"] for row in rows]
+    assert lrs[0] == pytest.approx(args.lr, rel=0.05)
+    assert all(a > b for a, b in zip(lrs, lrs[1:], strict=False)) and 0 <= lrs[-1] < args.lr / 2
+    # each update's rate is lr x (1 - elapsed share) at its start, i.e. before its row's time
+    for prev, row in zip(rows, rows[1:], strict=False):
+        assert row["train"]["train/lr"] <= args.lr * (1 - prev["seconds"] / 1.2) + 1e-12
+
+
+def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_thread):
+    from training import bench_learner
+
+    assert (
+        bench_learner.main(["--updates", "2", "--num-envs", "4", "--num-steps", "8", "--json"]) == 0
+    )
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["decisions"] == 2 * 4 * 8 and 0 < res["trained_decisions"] <= 64
+    assert set(res["phases"]) == {"env", "inference", "update"}
+    wall = sum(p["wall"] for p in res["phases"].values())
+    assert res["wall_s"] == pytest.approx(wall)
+    assert res["per_second"]["wall"] == pytest.approx(64 / wall)
+    for p in res["phases"].values():
+        assert p["per_second_wall"] == pytest.approx(64 / p["wall"])

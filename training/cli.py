@@ -117,3 +117,14 @@ def check_out_dir(path: str, name: str = "out_dir") -> None:
         raise FlagError(f"{flag(name)} {path!r}: {str(parent)!r} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FlagError(f"{flag(name)} {path!r}: cannot write in {str(parent)!r}")
+
+
+def device_from_flag(name: str, flag_name: str = "device"):
+    """The ``torch.device`` of a ``--device auto|cpu|cuda`` flag (:func:`agents.ppo.
+    resolve_device`: ``auto`` is CUDA when torch sees it); ``cuda`` without one is refused."""
+    from agents.ppo import resolve_device
+
+    try:
+        return resolve_device(name)
+    except ValueError as exc:
+        raise FlagError(f"{flag(flag_name)} {name!r}: {exc}") from None

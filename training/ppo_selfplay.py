@@ -19,6 +19,13 @@ has one line per update: its ``train`` entry holds the means over the update's m
 the policy and value losses, entropy, approximate KL and clip fraction, and the explained
 variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
 prints the share of wall time spent inside the environment.
+
+Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``--total-decisions``
+caps the run too; with neither, 2M decisions. The learning rate decays linearly to 0 over the
+run's progress, the larger of the share of the decisions trained and of the time budget spent
+(:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
+network runs; ``--bf16`` autocasts the update to bfloat16 (a GPU's gain; slower on CPUs without
+bf16 units, this project's CPU among them).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from training.cli import (
     check_agent_specs,
     check_fields,
     check_out_dir,
+    device_from_flag,
     parse_args,
     rules_from_flag,
     run_main,
@@ -71,8 +79,9 @@ class Args:
 
     rules: str = "guiyang"
     """preset name, or a JSON rules object {"preset": ..., "overrides": {...}}"""
-    total_decisions: int = 2_000_000
-    """decisions to train on (all seats together)"""
+    total_decisions: int = 0
+    """decisions to train on, all seats together (0: 2,000,000 without --time-limit, no cap
+    with one)"""
     num_envs: int = 256
     """games played in lock-step"""
     num_steps: int = 128
@@ -101,7 +110,8 @@ class Args:
     pool_prob: float = 0.25
     """chance that a seat of a new hand is played by a pool member"""
     time_limit: float = 0.0
-    """stop training after this many minutes (0: no limit), then save and evaluate"""
+    """minutes of training (0: no limit): the first update that ends past it is the last, then
+    the run saves and evaluates; the learning rate decays over this time"""
     bc_agent: str = ""
     """agent spec to imitate before PPO (behaviour cloning warm start; '' for none)"""
     bc_decisions: int = 200_000
@@ -118,16 +128,25 @@ class Args:
     """checkpoint to continue from"""
     tensorboard: bool = False
     progress: bool = True
+    device: str = "auto"
+    """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
+    bf16: bool = False
+    """bfloat16 autocast for the update's forward/backward (log-softmax, ratios and losses stay
+    float32): faster on GPUs and CPUs with bf16 units, far slower on CPUs without them"""
 
 
-def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None]:
-    """Check every flag before any work: the rules, and the ``--resume`` checkpoint if any.
+DEFAULT_DECISIONS = 2_000_000
+
+
+def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.device]:
+    """Check every flag before any work: the rules, the device, and the ``--resume``
+    checkpoint if any.
 
     Raises :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     check_fields(
         args,
         {
-            "total_decisions": INT_POSITIVE,
+            "total_decisions": INT_NON_NEGATIVE,
             "num_envs": INT_POSITIVE,
             "num_steps": INT_POSITIVE,
             "lr": POSITIVE,
@@ -161,6 +180,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None]:
             f"--num-steps = {args.num_envs * args.num_steps} (the decisions of a rollout)"
         )
     rules = rules_from_flag(args.rules)
+    device = device_from_flag(args.device)
     if args.bc_agent:
         check_agent_specs(args.bc_agent, "bc_agent", rules)
         if args.num_envs < 2:
@@ -178,7 +198,24 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None]:
             resumed = load_checkpoint(args.resume)
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
-    return rules, resumed
+    return rules, resumed, device
+
+
+def planned_updates(args: Args) -> int | None:
+    """The update count that ``--total-decisions`` allows, or None (no cap: ``--time-limit``
+    ends the run). Without either flag the run trains ``DEFAULT_DECISIONS`` decisions."""
+    total = args.total_decisions or (0 if args.time_limit else DEFAULT_DECISIONS)
+    return max(1, total // (args.num_envs * args.num_steps)) if total else None
+
+
+def progress(update: int, num_updates: int | None, elapsed: float, time_limit: float) -> float:
+    """The share of the run done before update ``update`` (counted from 0): the share of the
+    planned updates, or of the ``time_limit`` minutes elapsed (``elapsed`` seconds), whichever
+    is larger, so that the learning rate reaches 0 where the run stops."""
+    done = update / num_updates if num_updates else 0.0
+    if time_limit:
+        done = max(done, elapsed / (60 * time_limit))
+    return min(done, 1.0)
 
 
 def clone_agent(net: PolicyNet, args: Args, rules: Rules) -> dict:
@@ -255,6 +292,15 @@ class Rollout:
         transitions.fill(self.rewards, self.dones, self.finished, start=self.first_id)
 
 
+def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.device):
+    """``(actions, log-probabilities, values)`` of ``net``'s masked policy on a batch of
+    observations (CPU tensors, values as numpy); call under ``torch.inference_mode``."""
+    logits, value = net(obs.to(device), mask.to(device))
+    action = torch.multinomial(torch.softmax(logits, -1), 1)  # not exp(log_softmax): see learner
+    logp = torch.log_softmax(logits, -1).gather(-1, action).squeeze(-1)
+    return action.squeeze(-1).cpu(), logp.cpu(), value.cpu().numpy()
+
+
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``), then per-seat GAE
     with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions that
@@ -307,11 +353,33 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     return out
 
 
+class PhaseClock:
+    """Wall and CPU seconds (this process) spent in each phase of training: ``lap(name)``
+    charges the time since the previous lap (or :meth:`start`) to ``name``."""
+
+    def __init__(self):
+        self.wall: dict[str, float] = {"env": 0.0, "inference": 0.0, "update": 0.0}
+        self.cpu = dict(self.wall)
+        self.start()
+
+    def start(self) -> None:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+
+    def lap(self, name: str) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.wall[name] += wall - self._wall
+        self.cpu[name] += cpu - self._cpu
+        self._wall, self._cpu = wall, cpu
+
+    def phases(self) -> dict[str, dict[str, float]]:
+        return {k: {"wall": self.wall[k], "cpu": self.cpu[k]} for k in self.wall}
+
+
 def train(args: Args) -> dict:
     """Run the training; returns the evaluations, the per-update statistics and timing.
 
     Every flag is checked first (:func:`check_args`): nothing is written on a bad one."""
-    rules, resumed = check_args(args)
+    rules, resumed, device = check_args(args)
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -320,14 +388,14 @@ def train(args: Args) -> dict:
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed, reward_scale=args.reward_scale)
     n, B, T = rules.num_players, args.num_envs, args.num_steps
     net, ckpt = resumed or (PolicyNet(args.hidden), {})
-    net.train()
+    net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     if "optimizer" in ckpt:
         opt.load_state_dict(ckpt["optimizer"])
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     if args.bc_agent and not resumed:
         clone_agent(net, args, rules)
-    num_updates = max(1, args.total_decisions // (B * T))
+    num_updates = planned_updates(args)
     writer = None
     if args.tensorboard:
         from torch.utils.tensorboard import SummaryWriter
@@ -344,7 +412,7 @@ def train(args: Args) -> dict:
             pool_seat[games] = np.where(pick, rng.integers(len(pool), size=(games.size, n)), -1)
 
     obs, masks, seats = env.reset(seed=args.seed)
-    env_time = 0.0
+    clock = PhaseClock()
     t_start = time.perf_counter()
     history, updates = [], []
     r = None
@@ -353,37 +421,36 @@ def train(args: Args) -> dict:
         from tqdm import tqdm
 
         bar = tqdm(total=num_updates, initial=start_update, desc="ppo", unit="update")
-    for update in range(start_update, num_updates):
+    update = start_update
+    while num_updates is None or update < num_updates:
         if args.anneal_lr:
-            opt.param_groups[0]["lr"] = args.lr * (1 - update / num_updates)
+            done = progress(update, num_updates, time.perf_counter() - t_start, args.time_limit)
+            opt.param_groups[0]["lr"] = args.lr * (1 - done)
         r = Rollout(T, B, first_id=env.step_id) if r is None else r.next(T)
+        clock.start()
         for t in range(r.carried, r.carried + T):
             o = torch.from_numpy(obs)
             m = torch.from_numpy(masks)
-            with torch.no_grad():
-                logits, value = net(o, m)
-                dist = torch.distributions.Categorical(logits=logits)
-                action = dist.sample()
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
-            for k, member in enumerate(pool):
-                rows = np.flatnonzero(player == k)
-                if rows.size:
-                    with torch.no_grad():
-                        pl, _ = member(o[rows], m[rows])
-                    action[rows] = torch.distributions.Categorical(logits=pl).sample()
-            r.obs[t], r.mask[t], r.act[t] = o, m, action
-            r.logp[t] = dist.log_prob(action)
-            r.values[t] = value.numpy()
+            with torch.inference_mode():
+                action, logp, value = sample(net, o, m, device)
+                for k, member in enumerate(pool):
+                    rows = np.flatnonzero(player == k)
+                    if rows.size:
+                        action[rows] = sample(member, o[rows], m[rows], device)[0]
+            r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
+            r.values[t] = value
             r.seats[t] = seats
             r.phi[t] = -args.shaping * (block(obs, "shanten").argmax(-1) - 1)
             r.learner[t] = player < 0
-            t0 = time.perf_counter()
+            clock.lap("inference")
             obs, masks, seats, _, dones, infos = env.step(action.numpy())
-            env_time += time.perf_counter() - t0
+            clock.lap("env")
             r.fill(infos["transitions"])
             ended = np.flatnonzero(dones)
             if ended.size:
                 draw_pool(ended)
+            clock.lap("inference")
         decisions += B * T
         adv, ret, valid = rollout_advantages(r, args)
         stats = ppo_update(
@@ -397,13 +464,15 @@ def train(args: Args) -> dict:
             vf_coef=args.vf_coef,
             max_grad_norm=args.max_grad_norm,
             rng=rng,
+            bf16=args.bf16,
         )
+        clock.lap("update")
         hands_reward = r.rewards[r.dones]
         stats["train/abs_hand_reward"] = (
             float(np.abs(hands_reward).mean()) if hands_reward.size else 0.0
         )
         stats["train/trained_decisions"] = int(valid.sum())
-        stats["train/env_time_share"] = env_time / (time.perf_counter() - t_start)
+        stats["train/env_time_share"] = clock.wall["env"] / (time.perf_counter() - t_start)
         stats["train/lr"] = opt.param_groups[0]["lr"]
         if writer:
             for k, v in stats.items():
@@ -441,7 +510,8 @@ def train(args: Args) -> dict:
                 f"[{v['margin_ci95'][0]:+.2f}, {v['margin_ci95'][1]:+.2f}]"
                 for k, v in ev.items()
             )
-            print(f"update {update + 1}/{num_updates} decisions {decisions:,}: {msg}", flush=True)
+            of = f"/{num_updates}" if num_updates else ""
+            print(f"update {update + 1}{of} decisions {decisions:,}: {msg}", flush=True)
             if writer:
                 for k, v in ev.items():
                     writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
@@ -451,6 +521,7 @@ def train(args: Args) -> dict:
             bar.update(1)
         if last:
             break
+        update += 1
     if bar:
         bar.close()
     metrics_file.close()
@@ -459,13 +530,14 @@ def train(args: Args) -> dict:
     total = time.perf_counter() - t_start
     print(
         f"trained {decisions:,} decisions in {total:.0f} s; environment share of wall time "
-        f"{env_time / total:.0%}"
+        f"{clock.wall['env'] / total:.0%}"
     )
     return {
         "history": history,
         "updates": updates,
         "seconds": total,
-        "env_seconds": env_time,
+        "env_seconds": clock.wall["env"],
+        "phases": clock.phases(),
         "decisions": decisions,
         "checkpoint": str(out_dir / "latest.pt"),
     }

@@ -32,6 +32,7 @@ from training.cli import (
     check_agent_specs,
     check_fields,
     check_out_dir,
+    device_from_flag,
     parse_args,
     rules_from_flag,
     run_main,
@@ -60,10 +61,12 @@ class Args:
     eval_opponents: str = "rule,random"
     out_dir: str = "runs/sb3"
     verbose: int = 0
+    device: str = "auto"
+    """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
 
 
-def check_args(args: Args) -> Rules:
-    """Check every flag before any work; returns the rules. Raises
+def check_args(args: Args) -> tuple[Rules, torch.device]:
+    """Check every flag before any work; returns the rules and the device. Raises
     :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     if args.env not in ("vec", "single"):
         raise FlagError(f"--env {args.env!r}: must be 'vec' or 'single'")
@@ -91,7 +94,7 @@ def check_args(args: Args) -> Rules:
     check_agent_specs(args.opponent, "opponent", rules)
     check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
     check_out_dir(args.out_dir)
-    return rules
+    return rules, device_from_flag(args.device)
 
 
 def make_env(args: Args, rules: Rules):
@@ -124,7 +127,7 @@ def make_env(args: Args, rules: Rules):
 
 def train(args: Args) -> dict:
     """Train, save and evaluate; every flag is checked first (:func:`check_args`)."""
-    rules = check_args(args)
+    rules, device = check_args(args)
     from sb3_contrib import MaskablePPO
 
     torch.set_num_threads(args.torch_threads)
@@ -139,7 +142,7 @@ def train(args: Args) -> dict:
         gamma=args.gamma,
         seed=args.seed,
         verbose=args.verbose,
-        device="cpu",
+        device=device,
     )
     model.learn(total_timesteps=args.total_timesteps)
     out = Path(args.out_dir)

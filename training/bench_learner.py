@@ -1,0 +1,107 @@
+"""Decisions trained per second by ``training.ppo_selfplay``, split by phase.
+
+    python -m training.bench_learner [--updates 3] [--num-envs 256] [--num-steps 128]
+                                     [--bf16 | --no-bf16] [--device cpu] [--json]
+
+Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
+at the trainer's default learning settings (4 epochs of 8 minibatches, hidden 256, one torch
+thread) and prints, for the whole run and for each phase, the decisions per second of wall time
+and of CPU time (this process): ``env`` (the vector environment's steps), ``inference`` (the
+rollout's forward passes, sampling and buffer writes), ``update`` (advantages and the PPO
+update). CPU time is the steadier figure on a machine shared with other work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+
+import torch
+
+from training.ppo_selfplay import Args, train
+
+
+def measure(
+    updates: int, num_envs: int, num_steps: int, bf16: bool, device: str, seed: int
+) -> dict:
+    """Train ``updates`` updates and return the decisions and the seconds of each phase."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = train(
+            Args(
+                total_decisions=updates * num_envs * num_steps,
+                num_envs=num_envs,
+                num_steps=num_steps,
+                eval_opponents="",
+                eval_every=0,
+                save_every=0,
+                progress=False,
+                out_dir=tmp,
+                seed=seed,
+                bf16=bf16,
+                device=device,
+            )
+        )
+    phases = out["phases"]
+    wall = sum(p["wall"] for p in phases.values())
+    cpu = sum(p["cpu"] for p in phases.values())
+    d = out["decisions"]
+    return {
+        "decisions": d,
+        "trained_decisions": sum(u["train"]["train/trained_decisions"] for u in out["updates"]),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "per_second": {"wall": d / wall, "cpu": d / cpu},
+        "phases": {
+            k: {**v, "per_second_wall": d / v["wall"], "per_second_cpu": d / v["cpu"]}
+            for k, v in phases.items()
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--updates", type=int, default=3)
+    p.add_argument("--num-envs", type=int, default=256)
+    p.add_argument("--num-steps", type=int, default=128)
+    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=Args.bf16)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON line only")
+    a = p.parse_args(argv)
+    if a.updates < 1 or a.num_envs < 1 or a.num_steps < 1:
+        p.error("--updates, --num-envs and --num-steps must be >= 1")
+    res = measure(a.updates, a.num_envs, a.num_steps, a.bf16, a.device, a.seed)
+    res["settings"] = {
+        "updates": a.updates,
+        "num_envs": a.num_envs,
+        "num_steps": a.num_steps,
+        "bf16": a.bf16,
+        "device": a.device,
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+    }
+    if a.json:
+        print(json.dumps(res))
+        return 0
+    print(
+        f"learner, {a.updates} updates of {a.num_envs} games x {a.num_steps} steps, "
+        f"bf16={a.bf16}, device={a.device}: {res['decisions']:,} decisions "
+        f"({res['trained_decisions']:,} trained)"
+    )
+    print(f"{'phase':<10} {'wall s':>8} {'cpu s':>8} {'dec/s wall':>11} {'dec/s cpu':>10}")
+    for k, v in res["phases"].items():
+        print(
+            f"{k:<10} {v['wall']:8.2f} {v['cpu']:8.2f} "
+            f"{v['per_second_wall']:11,.0f} {v['per_second_cpu']:10,.0f}"
+        )
+    print(
+        f"{'total':<10} {res['wall_s']:8.2f} {res['cpu_s']:8.2f} "
+        f"{res['per_second']['wall']:11,.0f} {res['per_second']['cpu']:10,.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
