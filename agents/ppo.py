@@ -187,10 +187,27 @@ class PPOAgent(Agent):
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         o = torch.from_numpy(obs).to(self.device)
         logits, _ = self.net(o, torch.from_numpy(mask).to(self.device))
-        if self.greedy:
-            return logits.argmax(-1).cpu().numpy()
-        probs = torch.softmax(logits, -1)
-        return torch.multinomial(probs, 1, generator=self._gen).squeeze(-1).cpu().numpy()
+        return pick_actions(logits, self.greedy, self._gen)
+
+
+def pick_actions(logits: torch.Tensor, greedy: bool, gen: torch.Generator) -> np.ndarray:
+    """Actions from masked logits ``[k, A]``: their argmax, or a draw from their softmax."""
+    if greedy:
+        return logits.argmax(-1).cpu().numpy()
+    probs = torch.softmax(logits, -1)
+    return torch.multinomial(probs, 1, generator=gen).squeeze(-1).cpu().numpy()
+
+
+def split_options(arg: str, options: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``PATH:opt:opt`` -> ``(PATH, [opt, ...])``, peeling known ``options`` off the end (a path
+    may itself contain ``:``)."""
+    path, found = arg, []
+    while True:
+        head, sep, last = path.rpartition(":")
+        if not sep or not head or last not in options:
+            return path, found
+        found.append(last)
+        path = head
 
 
 def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
@@ -198,14 +215,7 @@ def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
     ``:greedy`` takes its argmax, ``:cpu``, ``:cuda`` or ``:auto`` picks the device."""
     if not arg:
         raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt[:greedy][:DEVICE]")
-    path, greedy, device = arg, False, "cpu"
-    while True:
-        head, sep, last = path.rpartition(":")
-        if not sep or not head or last not in ("greedy", *DEVICES):
-            break
-        if last == "greedy":
-            greedy = True
-        else:
-            device = last
-        path = head
-    return PPOAgent.load(path, seed=seed, greedy=greedy, device=device)
+    path, options = split_options(arg, ("greedy", *DEVICES))
+    devices = [o for o in options if o != "greedy"]
+    device = devices[0] if devices else "cpu"
+    return PPOAgent.load(path, seed=seed, greedy="greedy" in options, device=device)

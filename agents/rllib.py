@@ -20,6 +20,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
 from agents.base import Agent
+from agents.ppo import pick_actions, split_options
 
 POLICY_ID = "shared"
 """The one module (policy) that plays every seat."""
@@ -106,16 +107,12 @@ class RLlibAgent(Agent):
             }
         }
         logits = self.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
-        if self.greedy:
-            return logits.argmax(-1).numpy()
-        probs = torch.softmax(logits, -1)
-        return torch.multinomial(probs, 1, generator=self._gen).squeeze(-1).numpy()
+        return pick_actions(logits, self.greedy, self._gen)
 
 
 def agent_factory(arg: str | None, seed=None, rules=None) -> RLlibAgent:
     """``rllib:PATH`` samples from the policy; ``rllib:PATH:greedy`` takes its argmax."""
     if not arg:
         raise ValueError("agent 'rllib' needs a checkpoint: rllib:path/to/out-dir")
-    greedy = arg.endswith(":greedy")
-    path = arg[: -len(":greedy")] if greedy else arg
-    return RLlibAgent.load(path, seed=seed, greedy=greedy)
+    path, options = split_options(arg, ("greedy",))
+    return RLlibAgent.load(path, seed=seed, greedy=bool(options))
