@@ -8,6 +8,7 @@ tested here.
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -62,6 +63,25 @@ def test_cli_writes_a_self_contained_page(tmp_path):
     rec["actions"] = rec["actions"][:-1]
     bad.write_text(json.dumps(rec), encoding="utf-8")
     assert main([str(bad), "--out", str(tmp_path / "bad.html")]) == 2
+    assert not (tmp_path / "bad.html").exists()
+
+
+@pytest.mark.parametrize(
+    "out, message",
+    [
+        ("", r"--out '.*' is a folder: give a file name"),
+        ("afile/x.html", r"--out '.*afile/x.html': '.*afile' is not an existing folder"),
+        ("missing/x.html", r"--out '.*missing/x.html': '.*missing' is not an existing folder"),
+    ],
+)
+def test_cli_names_a_bad_out_path_not_the_record(tmp_path, capsys, out, message):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        main([str(RON), "--out", str(tmp_path / out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert str(RON) not in err
 
 
 def test_optional_fields_are_checked():

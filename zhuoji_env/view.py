@@ -483,12 +483,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the page to write (default: RECORD.html)")
     args = parser.parse_args(argv)
     out = args.out or args.record.with_suffix(".html")
+    flag = "--out" if args.out else "the page next to RECORD"
+    if out.is_dir():
+        parser.error(f"{flag} {str(out)!r} is a folder: give a file name, e.g. hand.html")
+    if not out.parent.is_dir():
+        parser.error(f"{flag} {str(out)!r}: {str(out.parent)!r} is not an existing folder")
     try:
         rec = load(args.record)
-        write_page(rec, out, title=args.record.stem)
+        html_page = page(rec, title=args.record.stem)
     except (RecordError, OSError) as err:
         print(f"{args.record}: error: {err}", file=sys.stderr)
         return 2
+    try:
+        out.write_text(html_page, encoding="utf-8")
+    except OSError as err:
+        parser.error(f"{flag} {str(out)!r}: cannot write the page ({err.strerror or err})")
     print(f"wrote {out}")
     return 0
 
