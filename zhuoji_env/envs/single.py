@@ -92,6 +92,7 @@ from zhuoji_env.envs.common import (
     check_opponent,
     check_options,
     check_reset_options,
+    check_reward,
     check_seat,
     check_seed,
     dealer_rows,
@@ -140,7 +141,9 @@ class SingleAgentEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = (
-            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+            default_illegal_reward(self.rules)
+            if illegal_reward is None
+            else check_reward(illegal_reward, "illegal_reward")
         )
         self.render_all = render_all
         self.tile_style = tile_style
