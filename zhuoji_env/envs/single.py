@@ -64,8 +64,9 @@ Determinism
     ``reset(seed=s)`` fixes everything that follows: the walls and dealers, the learner's seats,
     and the default opponents' choices. ``reset()`` without a seed continues the generator.
     ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall (108
-    tiles, four of each kind; ``dealer`` a seat). ``step`` before ``reset`` or after the end of
-    the episode raises ``RuntimeError``.
+    tiles, four of each kind; ``dealer`` a seat); another option is a ``ValueError``. ``step``
+    before ``reset`` or after the end of the episode raises ``RuntimeError``.
+    ``illegal_reward`` must be a finite number.
 
 Rendering
     ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
