@@ -3,6 +3,8 @@ was given and what is allowed (issue 11, "Environments"; issue 10, the actions t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -366,3 +368,100 @@ def test_one_random_policy():
     b = RandomPolicy(3).act(np.zeros((4, OBS_SIZE), np.float32), mask)
     np.testing.assert_array_equal(a, b)
     assert set(a.tolist()) <= {5, 84}
+
+
+# --------------------------------------------------------------------------- review fixes
+def test_unknown_reset_options_are_refused():
+    wall = _full_wall()
+    allowed = "the options are 'wall' and 'dealer'"
+    with pytest.raises(ValueError, match=f"unknown reset option 'walls': {allowed}"):
+        SingleAgentEnv().reset(seed=0, options={"walls": [wall]})
+    with pytest.raises(ValueError, match=f"unknown reset option 'nosuch': {allowed}"):
+        zhuoji_env.raw_env().reset(options={"nosuch": 1})
+    with pytest.raises(ValueError, match="unknown reset option 'options'"):
+        SingleAgentEnv().reset(seed=0, options={"options": 1})  # only the AEC env lets it by
+    with pytest.raises(
+        ValueError, match="unknown reset option 'wall': the options are 'walls' and 'dealers'"
+    ):
+        SelfPlayVecEnv(2).reset(seed=0, options={"wall": [wall, wall]})
+    env = zhuoji_env.raw_env()
+    env.reset(seed=0, options={"options": 1})  # what PettingZoo's api_test passes
+    env.reset(seed=0, options={"options": 1, "wall": wall, "dealer": 2})
+    assert int(env.game.state.dealer[0]) == 2
+
+
+@pytest.mark.parametrize(
+    "value,err,said",
+    [
+        (float("nan"), ValueError, "nan"),
+        (float("inf"), ValueError, "inf"),
+        ("a", TypeError, r"'a' \(str\)"),
+        (True, TypeError, r"True \(bool\)"),
+        (None, TypeError, r"None \(NoneType\)"),
+    ],
+)
+def test_rewards_must_be_finite_numbers(value, err, said):
+    msg = f"illegal_reward must be a finite number, got {said}"
+    if value is not None:  # None is the default illegal_reward
+        for make in (zhuoji_env.env, SingleAgentEnv, _sb3):
+            with pytest.raises(err, match=msg):
+                make(illegal_reward=value)
+    with pytest.raises(err, match=f"reward_scale must be a finite number > 0, got {said}"):
+        SelfPlayVecEnv(2, reward_scale=value)
+
+
+def test_reward_scale_must_be_positive_and_numbers_are_taken():
+    for bad in (0, -0.5):
+        with pytest.raises(
+            ValueError, match=f"reward_scale must be a finite number > 0, got {bad}"
+        ):
+            SelfPlayVecEnv(2, reward_scale=bad)
+    assert SelfPlayVecEnv(2, reward_scale=np.float32(0.5)).reward_scale == 0.5
+    assert zhuoji_env.raw_env(illegal_reward=np.int64(-3)).illegal_reward == -3.0
+    assert type(SingleAgentEnv(illegal_reward=-2).illegal_reward) is float
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_num_envs_is_named(bad):
+    msg = f"num_envs must be an integer >= 1, got {bad!r}"
+    with pytest.raises(ValueError, match=msg):
+        SelfPlayVecEnv(bad)
+    with pytest.raises(ValueError, match=msg):
+        _sb3(num_envs=bad)
+
+
+def test_selfplay_step_before_reset():
+    env = SelfPlayVecEnv(2, seed=0)
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(np.zeros(2, np.int64))
+    _, masks, _ = env.reset()
+    env.step(masks.argmax(1))
+
+
+def test_sb3_step_async_twice_and_indices():
+    env = _sb3(seed=0)
+    env.reset()
+    acts = env.action_masks().argmax(1)
+    env.step_async(acts)
+    with pytest.raises(
+        RuntimeError, match=r"step_async\(actions\) was called twice: call step_wait\(\) after"
+    ):
+        env.step_async(acts)
+    env.step_wait()  # the first actions are still pending
+    env.step(env.action_masks().argmax(1))
+    for bad in ([9], 3, [0, -1], [1.0]):
+        last = bad[-1] if isinstance(bad, list) else bad
+        msg = f"indices must be a game 0-2, got {last!r}"
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            env.get_attr("num_envs", indices=bad)
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            env.set_attr("render_mode", None, indices=bad)
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            env.env_method("action_masks", indices=bad)
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            env.env_is_wrapped(object, indices=bad)
+    with pytest.raises(TypeError, match="indices must be None, a game 0-2 or a sequence"):
+        env.get_attr("num_envs", indices="0")
+    assert env.get_attr("num_envs", indices=np.int64(2)) == [3]
+    assert len(env.env_method("action_masks", indices=[0, 2])) == 2
+    assert env.env_is_wrapped(object) == [False] * 3

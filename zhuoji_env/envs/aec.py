@@ -8,7 +8,7 @@
 | Parallel API      | No (one seat decides at a time: RULES.md 3)                                |
 | Manual control    | No                                                                         |
 | Agents            | ``['player_0', 'player_1', 'player_2', 'player_3']`` (3 with 3 players)    |
-| Action shape      | ``(1,)``                                                                   |
+| Action shape      | ``()`` (one integer 0-85; ``np.array([1])`` is refused)                    |
 | Action values     | ``Discrete(86)``                                                           |
 | Observation shape | ``{"observation": (OBS_SIZE,) float32, "action_mask": (86,) int8}``        |
 | State shape       | ``(STATE_SIZE,)`` float32 (``env.state()``, full information)              |
@@ -138,8 +138,9 @@ caller may retry.
 does ``step`` once every agent has left after the end of the match. ``observe`` of an unknown
 agent raises ``ValueError`` listing the agents. ``reset(seed=...)`` takes ``None`` or a
 non-negative integer (``TypeError``/``ValueError`` otherwise); of ``options``, ``wall`` must
-hold 108 tiles, four of each kind, and ``dealer`` must be a seat given with a ``wall`` (other
-keys are ignored).
+hold 108 tiles, four of each kind, and ``dealer`` must be a seat given with a ``wall``; another
+key is a ``ValueError`` (but ``"options"``, which PettingZoo's ``api_test`` passes, is ignored).
+``illegal_reward`` must be a finite number (``TypeError``/``ValueError`` otherwise).
 
 ## Rendering
 
@@ -178,6 +179,7 @@ from zhuoji_env.envs.common import (
     as_action,
     check_options,
     check_reset_options,
+    check_reward,
     check_seat,
     check_seed,
     dealer_rows,
@@ -235,7 +237,9 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = (
-            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+            default_illegal_reward(self.rules)
+            if illegal_reward is None
+            else check_reward(illegal_reward, "illegal_reward")
         )
         self.render_all = render_all
         self.viewer = viewer
@@ -269,7 +273,9 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         seed = check_seed(seed)
-        options = check_reset_options(options, "wall", "dealer")
+        # PettingZoo's api_test checks that reset takes ``options`` by passing
+        # ``options={"options": 1}`` (pettingzoo/test/api_test.py): that key alone is let through.
+        options = check_reset_options(options, "wall", "dealer", ignored=("options",))
         if "wall" in options:
             wall = wall_rows([options["wall"]], 1, "wall")
             dealer = dealer_rows(options.get("dealer", 0), 1, self.rules.num_players, "dealer")

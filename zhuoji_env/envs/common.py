@@ -6,8 +6,10 @@ The AEC environment (``aec``), ``SingleAgentEnv`` (``single``), the vector envir
 Actions. Every environment, and every opponent's answer, takes an action as an integer: a Python
 ``int``, a numpy integer scalar or a 0-d integer array (:func:`as_action`). Anything else (a
 float, a bool, a string, ``None``, an array of another shape) is a ``TypeError``; an integer
-outside 0-85 is a ``ValueError``. An integer in range that the mask forbids is an *illegal*
-action, handled per ``illegal_action``:
+outside 0-85 is a ``ValueError``. The vector environments take one action per game
+(:func:`as_actions`): a sequence or array of the wrong length or shape is a ``ValueError``, one
+of floats, bools or strings a ``TypeError``. An integer in range that the mask forbids is an
+*illegal* action, handled per ``illegal_action``:
 
 - ``"penalty"``: PettingZoo's ``TerminateIllegalWrapper`` convention: the episode ends, the
   offender receives ``illegal_reward`` (default :func:`default_illegal_reward`), a warning is
@@ -51,9 +53,11 @@ __all__ = [
     "as_action",
     "as_actions",
     "check_illegal_mode",
+    "check_num_envs",
     "check_opponent",
     "check_options",
     "check_reset_options",
+    "check_reward",
     "check_seat",
     "check_seed",
     "dealer_rows",
@@ -279,16 +283,44 @@ def dealer_rows(dealers, b: int, n: int, name: str = "dealers") -> np.ndarray:
     return np.broadcast_to(arr.astype(np.int64), b).copy()
 
 
-def check_reset_options(options, wall_key: str, dealer_key: str) -> dict:
-    """``options`` of ``reset`` as a dict: ``None`` or a dict; the dealer option needs the wall
-    option. Other keys are ignored (PettingZoo's ``api_test`` passes one of its own)."""
+def check_reset_options(
+    options, wall_key: str, dealer_key: str, ignored: tuple[str, ...] = ()
+) -> dict:
+    """``options`` of ``reset`` as a dict: ``None`` or a dict whose keys are ``wall_key`` and
+    ``dealer_key`` (the dealer option needs the wall option). Another key is a ``ValueError``
+    (a misspelt option would otherwise be dropped unnoticed), except those of ``ignored``."""
     if options is None:
         return {}
     if not isinstance(options, Mapping):
         raise TypeError(f"options must be a dict or None, got {options!r}")
+    unknown = [k for k in options if k not in (wall_key, dealer_key, *ignored)]
+    if unknown:
+        raise ValueError(
+            f"unknown reset option {unknown[0]!r}: the options are {wall_key!r} and {dealer_key!r}"
+        )
     if dealer_key in options and wall_key not in options:
         raise ValueError(f"reset option {dealer_key!r} needs {wall_key!r} (the dealt wall)")
-    return dict(options)
+    return {k: v for k, v in options.items() if k not in ignored}
+
+
+def check_reward(value, name: str, positive: bool = False) -> float:
+    """``value`` as a float: a finite real number (not a bool), above 0 when ``positive``; a
+    non-number is a ``TypeError``, NaN, an infinity or (``positive``) a number <= 0 a
+    ``ValueError``, naming the parameter."""
+    allowed = "a finite number > 0" if positive else "a finite number"
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+    out = float(value)
+    if not np.isfinite(out) or (positive and out <= 0):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return out
+
+
+def check_num_envs(num_envs) -> int:
+    """``num_envs`` of a vector environment: an integer >= 1 (numpy integers too), as an int."""
+    if not _is_int(num_envs) or int(num_envs) < 1:
+        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
+    return int(num_envs)
 
 
 # --------------------------------------------------------------------------- illegal actions

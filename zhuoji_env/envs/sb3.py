@@ -48,8 +48,11 @@ for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVec
 - ``seed(s)`` (SB3's convention) makes the next ``reset`` deal ``BatchGame(seed=s)``; the
   constructor's ``seed`` does the same for the first reset. ``get_attr``, ``set_attr`` and
   other ``env_method`` calls act on the vector environment itself (all indices share it).
-- ``step``/``step_async`` before ``reset()``, and ``step_wait`` without ``step_async``, raise
-  ``RuntimeError``; ``render(index=i)`` needs a game index 0..B-1.
+- ``step``/``step_async`` before ``reset()``, ``step_async`` twice without ``step_wait``, and
+  ``step_wait`` without ``step_async`` raise ``RuntimeError``; ``render(index=i)`` and the
+  ``indices`` of ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` need game
+  indices 0..B-1 (``ValueError``). ``num_envs`` must be an integer >= 1 and ``illegal_reward``
+  a finite number.
 """
 
 from __future__ import annotations
@@ -69,7 +72,9 @@ from zhuoji_env.envs.common import (
     RandomPolicy,
     as_actions,
     check_illegal_mode,
+    check_num_envs,
     check_opponent,
+    check_reward,
     check_seat,
     check_seed,
     default_illegal_reward,
@@ -101,6 +106,7 @@ class SB3VecEnv(VecEnv):
         illegal_reward: float | None = None,
         **switches: Any,
     ):
+        num_envs = check_num_envs(num_envs)
         self.rules = Rules.make(rules, **switches)
         n = self.rules.num_players
         check_seat("learner_seat", learner_seat, n)
@@ -113,7 +119,9 @@ class SB3VecEnv(VecEnv):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = (
-            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+            default_illegal_reward(self.rules)
+            if illegal_reward is None
+            else check_reward(illegal_reward, "illegal_reward")
         )
         self.game = BatchGame(self.rules, num_envs, seed=seed, auto_reset=False)
         self._rng = np.random.default_rng(seed)
@@ -246,6 +254,10 @@ class SB3VecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         if not self._started:
             raise RuntimeError("call reset() before step(): no game waits on the learner yet")
+        if self._actions is not None:
+            raise RuntimeError(
+                "step_async(actions) was called twice: call step_wait() after each step_async()"
+            )
         self._actions = as_actions(actions, self.num_envs, "actions")
 
     def step_wait(self):
@@ -304,15 +316,40 @@ class SB3VecEnv(VecEnv):
     def close(self) -> None:
         pass
 
+    def _index(self, index, name: str = "index") -> int:
+        """``index`` as an int: a game 0..B-1 (a Python or numpy integer, not a bool)."""
+        if (
+            isinstance(index, (bool, np.bool_))
+            or not isinstance(index, (int, np.integer))
+            or not 0 <= index < self.num_envs
+        ):
+            raise ValueError(f"{name} must be a game 0-{self.num_envs - 1}, got {index!r}")
+        return int(index)
+
+    def _get_indices(self, indices) -> list[int]:
+        """SB3's ``indices`` (``None``: every game; one game; or a sequence of games), checked."""
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
+            return [self._index(indices, "indices")]
+        if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+            raise TypeError(
+                f"indices must be None, a game 0-{self.num_envs - 1} or a sequence of games, "
+                f"got {indices!r}"
+            )
+        return [self._index(i, "indices") for i in indices]
+
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        idx = self._get_indices(indices)
         value = getattr(self, attr_name)
-        return [value for _ in self._get_indices(indices)]
+        return [value for _ in idx]
 
     def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        self._get_indices(indices)
         setattr(self, attr_name, value)
 
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
-        idx = list(self._get_indices(indices))
+        idx = self._get_indices(indices)
         if method_name == "action_masks":
             return [self.game.mask[i].copy() for i in idx]
         result = getattr(self, method_name)(*method_args, **method_kwargs)
@@ -323,12 +360,7 @@ class SB3VecEnv(VecEnv):
 
     def render(self, mode: str | None = None, index: int = 0) -> str | None:
         """The table of game ``index`` seen from the learner's seat (``"human"``: printed)."""
-        if (
-            isinstance(index, (bool, np.bool_))
-            or not isinstance(index, (int, np.integer))
-            or (not 0 <= index < self.num_envs)
-        ):
-            raise ValueError(f"index must be a game 0-{self.num_envs - 1}, got {index!r}")
+        index = self._index(index)
         mode = mode or self.render_mode
         if mode not in (None, "ansi", "human"):
             raise ValueError(f"mode must be None, 'ansi' or 'human', got {mode!r}")

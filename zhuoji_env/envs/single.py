@@ -64,8 +64,9 @@ Determinism
     ``reset(seed=s)`` fixes everything that follows: the walls and dealers, the learner's seats,
     and the default opponents' choices. ``reset()`` without a seed continues the generator.
     ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall (108
-    tiles, four of each kind; ``dealer`` a seat). ``step`` before ``reset`` or after the end of
-    the episode raises ``RuntimeError``.
+    tiles, four of each kind; ``dealer`` a seat); another option is a ``ValueError``. ``step``
+    before ``reset`` or after the end of the episode raises ``RuntimeError``.
+    ``illegal_reward`` must be a finite number.
 
 Rendering
     ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
@@ -92,6 +93,7 @@ from zhuoji_env.envs.common import (
     check_opponent,
     check_options,
     check_reset_options,
+    check_reward,
     check_seat,
     check_seed,
     dealer_rows,
@@ -140,7 +142,9 @@ class SingleAgentEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = (
-            default_illegal_reward(self.rules) if illegal_reward is None else float(illegal_reward)
+            default_illegal_reward(self.rules)
+            if illegal_reward is None
+            else check_reward(illegal_reward, "illegal_reward")
         )
         self.render_all = render_all
         self.tile_style = tile_style

@@ -2,7 +2,8 @@
 
 SelfPlayVecEnv: every seat of B games, one shared policy
 ====================================================================
-``SelfPlayVecEnv(num_envs=1024, rules="guiyang", seed=None, **switches)`` runs B games of
+``SelfPlayVecEnv(num_envs=1024, rules="guiyang", seed=None, reward_scale=1.0, **switches)``
+(``num_envs`` an integer >= 1, ``reward_scale`` a finite number > 0) runs B games of
 ``BatchGame(B, auto_reset=True)`` in lock-step. In every game exactly one seat decides at a
 time (RULES.md 3), so a step takes one action per game, for whichever seat is asked:
 
@@ -10,11 +11,13 @@ time (RULES.md 3), so a step takes one action per game, for whichever seat is as
   the observations of the B seats to act (``observation.encode`` in one call), ``masks`` bool
   ``[B, 86]`` their legal actions, ``seats`` int64 ``[B]`` which seat acts in each game.
   ``options={"walls": [B,108], "dealers": [B]}`` deals the first hands from given walls (one
-  per game, each as for the AEC environment's ``wall``; ``dealers`` one seat or ``B``).
-- ``step(actions) -> (obs, masks, seats, rewards, dones, infos)``: applies ``actions`` (``B``
-  integers 0-85, a ``TypeError``/``ValueError`` otherwise; an illegal action raises
-  :class:`~zhuoji_env.IllegalActionError` naming the game, the seat and the legal actions,
-  before anything changes) and returns the next deciders'
+  per game, each as for the AEC environment's ``wall``; ``dealers`` one seat or ``B``); another
+  key is a ``ValueError``.
+- ``step(actions) -> (obs, masks, seats, rewards, dones, infos)`` (after ``reset()``, a
+  ``RuntimeError`` before): applies ``actions`` (``B`` integers 0-85: a wrong length or shape,
+  or an integer out of range, is a ``ValueError``, floats, bools or strings a ``TypeError``;
+  an illegal action raises :class:`~zhuoji_env.IllegalActionError` naming the game, the seat
+  and the legal actions, before anything changes) and returns the next deciders'
   ``obs``, ``masks``, ``seats``; ``rewards`` float32 ``[B, n]``: every seat's settlement
   (RULES.md 7, times ``reward_scale``) of the hands that ended in this step, 0 elsewhere;
   ``dones`` bool ``[B]``: a hand ended in game i (its next hand, or a new match, is already
@@ -75,7 +78,9 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.common import (
     as_actions,
+    check_num_envs,
     check_reset_options,
+    check_reward,
     check_seed,
     dealer_rows,
     observation_box,
@@ -127,12 +132,13 @@ class SelfPlayVecEnv:
         reward_scale: float = 1.0,
         **switches: Any,
     ):
+        num_envs = check_num_envs(num_envs)
         self.rules = Rules.make(rules, **switches)
         seed = check_seed(seed)
         self.num_envs = num_envs
         self.num_players = self.rules.num_players
         self.encode_obs = encode_obs
-        self.reward_scale = float(reward_scale)
+        self.reward_scale = check_reward(reward_scale, "reward_scale", positive=True)
         self.observation_space = observation_box(self.rules)
         self.action_space = spaces.Discrete(A.NUM_ACTIONS)
         self.game = BatchGame(
@@ -141,6 +147,7 @@ class SelfPlayVecEnv:
         self._rows = np.arange(num_envs)
         self._pending = np.full((num_envs, self.num_players), -1, dtype=np.int64)
         self.step_id = 0
+        self._started = False
 
     def reset(self, seed: int | None = None, options: Mapping | None = None):
         """New matches in every game: ``(obs, masks, seats)`` of the first deciders."""
@@ -154,6 +161,7 @@ class SelfPlayVecEnv:
             self.game.state = core.deal(self.rules, walls, dealers, 0)
         self._pending[:] = -1
         self.step_id = 0
+        self._started = True
         return self._observe()
 
     def _observe(self):
@@ -165,6 +173,8 @@ class SelfPlayVecEnv:
         return obs, g.mask.copy(), seats
 
     def step(self, actions):
+        if not self._started:
+            raise RuntimeError("call reset() before step(): no match has been dealt yet")
         g = self.game
         rows = self._rows
         seats = g.actor.astype(np.int64)
