@@ -22,6 +22,9 @@ from agents.base import Agent
 
 AgentFactory = Callable[..., Agent]
 
+RLLIB_MISSING = 'the rllib extra is not installed: pip install -e ".[rllib]", or make rllib'
+"""What to do when ``ray`` cannot be imported (``rllib:`` agents, ``training.rllib_ppo``)."""
+
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""
 
@@ -90,7 +93,10 @@ def _register_builtins() -> None:
     register_agent("sb3", sb3)
 
     def rllib(arg, seed=None, rules=None):  # ray is imported only when a checkpoint is named
-        from agents.rllib import agent_factory
+        try:
+            from agents.rllib import agent_factory
+        except ImportError as exc:
+            raise ValueError(f"agent 'rllib' needs Ray RLlib ({RLLIB_MISSING}): {exc}") from None
 
         return agent_factory(arg, seed=seed, rules=rules)
 

@@ -59,6 +59,11 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert ckpt["update"] == 3
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2, 3])
+    # a fresh run (no --resume) into the same folder starts metrics.jsonl anew
+    ppo_selfplay.train(
+        ppo_selfplay.Args(**{**vars(args), "total_decisions": 16 * 32, "eval_every": 0})
+    )
+    _assert_logged_per_update(tmp_path / "metrics.jsonl", [1])
 
 
 def _assert_logged_per_update(path, updates):

@@ -401,7 +401,9 @@ def train(args: Args) -> dict:
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out_dir / "tb"))
-    metrics_file = open(out_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+    # a fresh run starts the metrics anew; only --resume continues the file
+    mode = "a" if resumed else "w"
+    metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
 
     pool: list[PolicyNet] = []
     pool_seat = np.full((B, n), -1)  # pool member playing each seat, -1: the learner
