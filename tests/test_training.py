@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +22,8 @@ from training import ppo_selfplay, sb3_maskable
 from training.cli import FlagError, parse_args
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
@@ -354,3 +361,21 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     assert res["per_second"]["wall"] == pytest.approx(64 / wall)
     for p in res["phases"].values():
         assert p["per_second_wall"] == pytest.approx(64 / p["wall"])
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is not None, reason="the rllib extra is installed here"
+)
+def test_rllib_ppo_without_the_extra_exits_2_naming_the_install():
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.rllib_ppo", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("python -m training.rllib_ppo: error: the rllib extra is not")
+    assert 'pip install -e ".[rllib]", or make rllib' in proc.stderr
+    assert "Traceback" not in proc.stderr
