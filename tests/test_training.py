@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -19,7 +20,7 @@ from agents import RandomAgent, make_agent
 from agents.arena import run_arena
 from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
-from training.cli import FlagError, parse_args
+from training.cli import FlagError, field_docs, parse_args
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 
@@ -158,6 +159,39 @@ def test_cli_flags_and_bad_values(capsys):
         make_agent("ppo")
     with pytest.raises(ValueError, match="no checkpoint file"):
         make_agent("ppo:/nonexistent.pt")
+
+
+def _help(script, capsys) -> str:
+    """``--help`` of a training script, whitespace collapsed."""
+    with pytest.raises(SystemExit) as info:
+        script.main(["--help"])
+    assert info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("script", [ppo_selfplay, sb3_maskable])
+def test_help_shows_each_flags_docstring_default_and_the_command(script, capsys):
+    out = _help(script, capsys)
+    assert out.startswith(f"usage: python -m {script.__name__} [-h] [--")
+    assert (
+        "--eval-opponents EVAL_OPPONENTS comma-separated agent specs to evaluate against "
+        "('' for no evaluation) (default 'rule,random')"
+    ) in out
+    assert "--device DEVICE 'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'" in out
+    docs = field_docs(script.Args)
+    for f in dataclasses.fields(script.Args):  # every flag has its docstring, not only a default
+        flag = "--" + f.name.replace("_", "-")
+        if f.type == "bool":
+            shown = f"{flag}, --no-{flag[2:]} {docs[f.name]} (default --"
+        else:
+            shown = f"{flag} {f.name.upper()} {docs[f.name]} (default {f.default!r})"
+        assert shown in out, f.name
+
+
+def test_help_of_a_switch_names_its_default(capsys):
+    out = _help(ppo_selfplay, capsys)
+    assert "far slower on CPUs without them (default --no-bf16)" in out
+    assert "--progress, --no-progress a progress bar of the updates (default --progress)" in out
 
 
 class _UnpicklableAgent(RandomAgent):

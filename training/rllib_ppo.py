@@ -436,12 +436,16 @@ def cluster_layout(algo) -> dict:
     }
 
 
+PROG = "python -m training.rllib_ppo"
+"""The command in usage and error lines."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(Args, argv, __doc__)
+    args = parse_args(Args, argv, __doc__, PROG)
     try:
         check_args(args)
     except ValueError as exc:
-        print(f"python -m training.rllib_ppo: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     train(args)
     return 0
