@@ -151,6 +151,10 @@ def test_rllib_agent_spec_errors(tmp_path):
         make_agent("rllib")
     with pytest.raises(ValueError, match="no RLlib checkpoint at"):
         make_agent(f"rllib:{tmp_path}")
+    with pytest.raises(ValueError, match=r"unknown option 'cuda' .*; the options are greedy$"):
+        make_agent(f"rllib:{tmp_path}:cuda")
+    with pytest.raises(ValueError, match="option 'greedy' given more than once"):
+        make_agent(f"rllib:{tmp_path}:greedy:greedy")
 
 
 @pytest.fixture(scope="module")
