@@ -2,9 +2,10 @@
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
 factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
-checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`) and ``sb3:PATH`` (a MaskablePPO
-model, :mod:`agents.sb3`); the last two import torch only when such an agent is made. Other
-code adds its own agents with :func:`register_agent`::
+checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), ``sb3:PATH`` (a MaskablePPO
+model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
+:mod:`agents.rllib`, the ``rllib`` extra); these import torch (and Ray) only when such an agent
+is made. Other code adds its own agents with :func:`register_agent`::
 
     from agents import register_agent
     register_agent("mine", lambda arg, seed=None, rules=None: MyAgent(arg, seed=seed))
