@@ -198,24 +198,52 @@ def pick_actions(logits: torch.Tensor, greedy: bool, gen: torch.Generator) -> np
     return torch.multinomial(probs, 1, generator=gen).squeeze(-1).cpu().numpy()
 
 
-def split_options(arg: str, options: tuple[str, ...]) -> tuple[str, list[str]]:
+def split_options(
+    arg: str, options: tuple[str, ...], exclusive: tuple[str, ...] = ()
+) -> tuple[str, list[str]]:
     """``PATH:opt:opt`` -> ``(PATH, [opt, ...])``, peeling known ``options`` off the end (a path
-    may itself contain ``:``)."""
+    may itself contain ``:``). An option given twice, or two of the mutually ``exclusive`` ones,
+    raises ``ValueError``; so does an unknown one after a path that exists (``PATH:foo``)."""
     path, found = arg, []
     while True:
         head, sep, last = path.rpartition(":")
         if not sep or not head or last not in options:
-            return path, found
-        found.append(last)
+            break
+        found.insert(0, last)
         path = head
+    allowed = ", ".join(options)
+    if not Path(path).exists():
+        head, sep, _ = path.rpartition(":")
+        while sep and head:
+            if Path(head).exists():
+                unknown = [o for o in path[len(head) + 1 :].split(":") if o not in options]
+                raise ValueError(
+                    f"{arg!r}: unknown option {', '.join(map(repr, unknown))} after the path "
+                    f"{head!r}; the options are {allowed}"
+                )
+            head, sep, _ = head.rpartition(":")
+    repeated = sorted({o for o in found if found.count(o) > 1})
+    if repeated:
+        raise ValueError(
+            f"{arg!r}: option {', '.join(map(repr, repeated))} given more than once; "
+            f"each of {allowed} at most once"
+        )
+    clash = [o for o in found if o in exclusive]
+    if len(clash) > 1:
+        raise ValueError(
+            f"{arg!r}: conflicting options {' and '.join(map(repr, clash))}; "
+            f"at most one of {', '.join(exclusive)}"
+        )
+    return path, found
 
 
 def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
-    """``ppo:PATH`` samples from the policy on the CPU; options after the path, in any order:
-    ``:greedy`` takes its argmax, ``:cpu``, ``:cuda`` or ``:auto`` picks the device."""
+    """``ppo:PATH`` samples from the policy on the CPU; options after the path, in any order,
+    each at most once: ``:greedy`` takes its argmax, one of ``:cpu``, ``:cuda`` or ``:auto``
+    picks the device."""
     if not arg:
         raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt[:greedy][:DEVICE]")
-    path, options = split_options(arg, ("greedy", *DEVICES))
+    path, options = split_options(arg, ("greedy", *DEVICES), exclusive=DEVICES)
     devices = [o for o in options if o != "greedy"]
     device = devices[0] if devices else "cpu"
     return PPOAgent.load(path, seed=seed, greedy="greedy" in options, device=device)

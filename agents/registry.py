@@ -2,9 +2,10 @@
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
 factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
-checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`) and ``sb3:PATH`` (a MaskablePPO
-model, :mod:`agents.sb3`); the last two import torch only when such an agent is made. Other
-code adds its own agents with :func:`register_agent`::
+checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), ``sb3:PATH`` (a MaskablePPO
+model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
+:mod:`agents.rllib`, the ``rllib`` extra); these import torch (and Ray) only when such an agent
+is made. Other code adds its own agents with :func:`register_agent`::
 
     from agents import register_agent
     register_agent("mine", lambda arg, seed=None, rules=None: MyAgent(arg, seed=seed))
@@ -21,6 +22,9 @@ from collections.abc import Callable
 from agents.base import Agent
 
 AgentFactory = Callable[..., Agent]
+
+RLLIB_MISSING = 'the rllib extra is not installed: pip install -e ".[rllib]", or make rllib'
+"""What to do when ``ray`` cannot be imported (``rllib:`` agents, ``training.rllib_ppo``)."""
 
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""
@@ -90,7 +94,10 @@ def _register_builtins() -> None:
     register_agent("sb3", sb3)
 
     def rllib(arg, seed=None, rules=None):  # ray is imported only when a checkpoint is named
-        from agents.rllib import agent_factory
+        try:
+            from agents.rllib import agent_factory
+        except ImportError as exc:
+            raise ValueError(f"agent 'rllib' needs Ray RLlib ({RLLIB_MISSING}): {exc}") from None
 
         return agent_factory(arg, seed=seed, rules=rules)
 

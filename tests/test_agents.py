@@ -314,3 +314,16 @@ def test_register_agent_hook():
             register_agent("a:b", lambda arg, seed=None, rules=None: Fixed(arg))
     finally:
         AGENT_FACTORIES.pop("fixedtest", None)
+
+
+def _has_ray() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+@pytest.mark.skipif(_has_ray(), reason="the rllib extra is installed here")
+def test_rllib_agent_without_the_extra_names_the_install():
+    with pytest.raises(ValueError, match=r"agent 'rllib' needs Ray RLlib .*make rllib") as info:
+        make_agent("rllib:x")
+    assert 'pip install -e ".[rllib]"' in str(info.value)

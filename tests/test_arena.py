@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import Counter
 
@@ -181,6 +182,18 @@ def test_cli_rejects_unknown_agents(capsys):
         arena.main(["--agents", "random,nosuch", "--deals", "2"])
     assert info.value.code == 2
     assert "unknown agent spec 'nosuch'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is not None, reason="the rllib extra is installed here"
+)
+def test_cli_names_the_install_of_a_missing_rllib_extra(capsys):
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", "rllib:/tmp,random", "--deals", "2"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: agent 'rllib' needs Ray RLlib (the rllib extra is not installed: " in err
+    assert 'pip install -e ".[rllib]", or make rllib' in err
 
 
 def test_margin_is_the_paired_difference_in_either_order():

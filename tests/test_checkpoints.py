@@ -150,3 +150,30 @@ def test_the_registry_imports_torch_only_for_a_trained_agent():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_ppo_spec_options_repeated_conflicting_or_unknown_are_refused_by_name(ckpt):
+    with pytest.raises(ValueError, match=r"option 'greedy' given more than once"):
+        make_agent(f"ppo:{ckpt}:greedy:greedy")
+    with pytest.raises(ValueError, match=r"conflicting options 'cpu' and 'auto'; at most one of"):
+        make_agent(f"ppo:{ckpt}:cpu:auto")
+    with pytest.raises(ValueError, match=r"unknown option 'foo' after the path") as info:
+        make_agent(f"ppo:{ckpt}:foo")
+    assert "the options are greedy, auto, cpu, cuda" in str(info.value)
+    with pytest.raises(ValueError, match=r"unknown option 'fast' after the path"):
+        make_agent(f"ppo:{ckpt}:greedy:fast:cpu")
+    agent = make_agent(f"ppo:{ckpt}:cpu:greedy", seed=0)
+    assert agent.greedy and agent.device.type == "cpu"
+
+
+def test_split_options_serves_a_single_option_set(tmp_path):
+    from agents.ppo import split_options
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert split_options(f"{run}:greedy", ("greedy",)) == (str(run), ["greedy"])
+    assert split_options(str(run), ("greedy",)) == (str(run), [])
+    with pytest.raises(ValueError, match=r"unknown option 'cuda' .* the options are greedy$"):
+        split_options(f"{run}:cuda", ("greedy",))
+    with pytest.raises(ValueError, match=r"option 'greedy' given more than once"):
+        split_options(f"{run}:greedy:greedy", ("greedy",))

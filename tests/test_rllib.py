@@ -151,6 +151,10 @@ def test_rllib_agent_spec_errors(tmp_path):
         make_agent("rllib")
     with pytest.raises(ValueError, match="no RLlib checkpoint at"):
         make_agent(f"rllib:{tmp_path}")
+    with pytest.raises(ValueError, match=r"unknown option 'cuda' .*; the options are greedy$"):
+        make_agent(f"rllib:{tmp_path}:cuda")
+    with pytest.raises(ValueError, match="option 'greedy' given more than once"):
+        make_agent(f"rllib:{tmp_path}:greedy:greedy")
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +168,9 @@ def trained(tmp_path_factory):
     try:
         assert rllib_ppo.main([*SMALL, "--iterations=1", f"--out-dir={out / 'run'}"]) == 0
         first = (out / "run" / "metrics.jsonl").read_text().splitlines()
+        for name in ("resumed", "league"):  # a resumed run appends, a fresh one starts anew
+            (out / name).mkdir()
+            (out / name / "metrics.jsonl").write_text('{"earlier": "run"}\n')
         resume = [f"--resume={out / 'run'}", f"--out-dir={out / 'resumed'}"]
         assert rllib_ppo.main([*SMALL, "--iterations=1", *resume]) == 0
         league = ["--league-size=1", "--league-every=1", "--league-prob=0.5"]
@@ -191,7 +198,10 @@ def test_one_iteration_trains_and_logs_every_seat(trained):
 
 def test_resume_continues_from_the_checkpoint(trained):
     out, _ = trained
-    (row,) = [json.loads(x) for x in (out / "resumed" / "metrics.jsonl").read_text().splitlines()]
+    earlier, row = [
+        json.loads(x) for x in (out / "resumed" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert earlier == {"earlier": "run"}
     assert row["iteration"] == 2
     assert row["decisions"] >= 512
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +20,11 @@ from agents import RandomAgent, make_agent
 from agents.arena import run_arena
 from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
-from training.cli import FlagError, parse_args
+from training.cli import FlagError, field_docs, parse_args
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
@@ -59,6 +67,11 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert ckpt["update"] == 3
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2, 3])
+    # a fresh run (no --resume) into the same folder starts metrics.jsonl anew
+    ppo_selfplay.train(
+        ppo_selfplay.Args(**{**vars(args), "total_decisions": 16 * 32, "eval_every": 0})
+    )
+    _assert_logged_per_update(tmp_path / "metrics.jsonl", [1])
 
 
 def _assert_logged_per_update(path, updates):
@@ -146,6 +159,39 @@ def test_cli_flags_and_bad_values(capsys):
         make_agent("ppo")
     with pytest.raises(ValueError, match="no checkpoint file"):
         make_agent("ppo:/nonexistent.pt")
+
+
+def _help(script, capsys) -> str:
+    """``--help`` of a training script, whitespace collapsed."""
+    with pytest.raises(SystemExit) as info:
+        script.main(["--help"])
+    assert info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("script", [ppo_selfplay, sb3_maskable])
+def test_help_shows_each_flags_docstring_default_and_the_command(script, capsys):
+    out = _help(script, capsys)
+    assert out.startswith(f"usage: python -m {script.__name__} [-h] [--")
+    assert (
+        "--eval-opponents EVAL_OPPONENTS comma-separated agent specs to evaluate against "
+        "('' for no evaluation) (default 'rule,random')"
+    ) in out
+    assert "--device DEVICE 'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'" in out
+    docs = field_docs(script.Args)
+    for f in dataclasses.fields(script.Args):  # every flag has its docstring, not only a default
+        flag = "--" + f.name.replace("_", "-")
+        if f.type == "bool":
+            shown = f"{flag}, --no-{flag[2:]} {docs[f.name]} (default --"
+        else:
+            shown = f"{flag} {f.name.upper()} {docs[f.name]} (default {f.default!r})"
+        assert shown in out, f.name
+
+
+def test_help_of_a_switch_names_its_default(capsys):
+    out = _help(ppo_selfplay, capsys)
+    assert "far slower on CPUs without them (default --no-bf16)" in out
+    assert "--progress, --no-progress a progress bar of the updates (default --progress)" in out
 
 
 class _UnpicklableAgent(RandomAgent):
@@ -349,3 +395,21 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     assert res["per_second"]["wall"] == pytest.approx(64 / wall)
     for p in res["phases"].values():
         assert p["per_second_wall"] == pytest.approx(64 / p["wall"])
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is not None, reason="the rllib extra is installed here"
+)
+def test_rllib_ppo_without_the_extra_exits_2_naming_the_install():
+    proc = subprocess.run(
+        [sys.executable, "-m", "training.rllib_ppo", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("python -m training.rllib_ppo: error: the rllib extra is not")
+    assert 'pip install -e ".[rllib]", or make rllib' in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -4,11 +4,14 @@ checks that the training scripts run on every flag before any work starts."""
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
 import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -24,18 +27,59 @@ class FlagError(ValueError):
     the flag, the value and what is allowed."""
 
 
-def parse_args(cls: type[T], argv: list[str] | None = None, doc: str | None = None) -> T:
-    """``--field-name VALUE`` for every field of ``cls`` (``--flag``/``--no-flag`` for bools)."""
+class _Switch(argparse.BooleanOptionalAction):
+    """``--flag``/``--no-flag`` with the help text as given (Python 3.10's action appends its
+    own default to it, later versions do not)."""
+
+    def __init__(self, *args, help: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.help = help
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (the string literal right after its
+    annotated assignment), whitespace collapsed; fields without one are left out."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for stmt, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[stmt.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def parse_args(
+    cls: type[T], argv: list[str] | None = None, doc: str | None = None, prog: str | None = None
+) -> T:
+    """``--field-name VALUE`` for every field of ``cls`` (``--flag``/``--no-flag`` for bools);
+    each flag's help is its field's docstring and default; ``prog`` names the command in the
+    usage (e.g. ``python -m training.ppo_selfplay``)."""
     parser = argparse.ArgumentParser(
-        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    docs = field_docs(cls)
     for f in dataclasses.fields(cls):
         flag = "--" + f.name.replace("_", "-")
+        text = docs.get(f.name, "").replace("%", "%%")
+        default = f"default {f.default!r}".replace("%", "%%")
+        help_text = f"{text} ({default})" if text else default
         if f.type in (bool, "bool"):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+            switch = f"default {'--' if f.default else '--no-'}{flag[2:]}"
+            parser.add_argument(
+                flag,
+                action=_Switch,
+                default=f.default,
+                help=f"{text} ({switch})" if text else switch,
+            )
         else:
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
-            parser.add_argument(flag, type=kind, default=f.default, help=f"default {f.default!r}")
+            parser.add_argument(flag, type=kind, default=f.default, help=help_text)
     return cls(**vars(parser.parse_args(argv)))
 
 

@@ -87,22 +87,35 @@ class Args:
     num_steps: int = 128
     """steps of every game per rollout"""
     lr: float = 3e-4
+    """Adam learning rate (the start of the decay with --anneal-lr)"""
     anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over the run (its decisions or --time-limit)"""
     gamma: float = 1.0
+    """discount per decision of a seat"""
     gae_lambda: float = 0.95
+    """GAE lambda of the advantages"""
     update_epochs: int = 4
+    """passes over each rollout"""
     num_minibatches: int = 8
+    """minibatches per pass"""
     clip_coef: float = 0.2
+    """PPO clip range of the probability ratio"""
     ent_coef: float = 0.01
+    """weight of the entropy bonus"""
     vf_coef: float = 0.5
+    """weight of the value loss"""
     max_grad_norm: float = 0.5
+    """gradient norm clip"""
     reward_scale: float = 0.1
     """rewards are hand scores times this"""
     shaping: float = 0.05
     """potential-based shaping: potential -shaping x shanten of the seat's hand (0: off)"""
     hidden: int = 256
+    """width of the policy MLP (a resumed run keeps its checkpoint's)"""
     seed: int = 1
+    """seed of the deals, the network and the sampling"""
     torch_threads: int = 1
+    """CPU threads of torch"""
     pool_size: int = 0
     """past checkpoints kept as opponents (0: pure self-play)"""
     pool_every: int = 10
@@ -117,17 +130,24 @@ class Args:
     bc_decisions: int = 200_000
     """decisions of the imitated agent's self-play to clone"""
     bc_epochs: int = 3
+    """passes over the cloned decisions"""
     eval_every: int = 20
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
+    """duplicate deals per opponent in each evaluation"""
     eval_opponents: str = "rule,random"
     """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/ppo"
+    """folder of the checkpoints and metrics.jsonl (a fresh run starts metrics.jsonl anew, --resume
+    appends)"""
     save_every: int = 20
+    """updates between checkpoints, update_<k>.pt copied to latest.pt (0: only the last)"""
     resume: str = ""
     """checkpoint to continue from"""
     tensorboard: bool = False
+    """also log to TensorBoard in OUT_DIR/tb"""
     progress: bool = True
+    """a progress bar of the updates"""
     device: str = "auto"
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
     bf16: bool = False
@@ -401,7 +421,9 @@ def train(args: Args) -> dict:
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out_dir / "tb"))
-    metrics_file = open(out_dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+    # a fresh run starts the metrics anew; only --resume continues the file
+    mode = "a" if resumed else "w"
+    metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
 
     pool: list[PolicyNet] = []
     pool_seat = np.full((B, n), -1)  # pool member playing each seat, -1: the learner
@@ -543,8 +565,12 @@ def train(args: Args) -> dict:
     }
 
 
+PROG = "python -m training.ppo_selfplay"
+"""The command in usage and error lines."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__), "python -m training.ppo_selfplay")
+    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
 
 
 if __name__ == "__main__":

@@ -33,12 +33,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
 import zhuoji_env
 from agents import make_agent
-from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
+from agents.registry import RLLIB_MISSING
 from training.cli import parse_args, rules_from_flag
+
+try:
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+    from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
+except ImportError as exc:  # as a script: a usage error (exit 2); imported: a clear ImportError
+    if __name__ != "__main__":
+        raise ImportError(f"training.rllib_ppo needs Ray RLlib, {RLLIB_MISSING}: {exc}") from exc
+    print(f"python -m training.rllib_ppo: error: {RLLIB_MISSING} ({exc})", file=sys.stderr)
+    raise SystemExit(2) from None
 
 LOCAL_IP = "127.0.0.2"
 """The address of a local Ray: Ray rewrites 127.0.0.1 to the machine's outward address and
@@ -354,7 +363,8 @@ def train(args: Args) -> dict:
             for slot in range(args.league_size):  # the league starts as the initial policy
                 snapshot(algo, slot)
         rows = []
-        with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as metrics:
+        mode = "w" if resume is None else "a"  # a fresh run starts the metrics anew
+        with open(out_dir / "metrics.jsonl", mode, encoding="utf-8") as metrics:
             t_start = time.perf_counter()
             first = algo.iteration
             decisions0 = None
@@ -426,12 +436,16 @@ def cluster_layout(algo) -> dict:
     }
 
 
+PROG = "python -m training.rllib_ppo"
+"""The command in usage and error lines."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(Args, argv, __doc__)
+    args = parse_args(Args, argv, __doc__, PROG)
     try:
         check_args(args)
     except ValueError as exc:
-        print(f"python -m training.rllib_ppo: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     train(args)
     return 0

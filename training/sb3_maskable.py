@@ -47,20 +47,35 @@ class Args:
     env: str = "vec"
     """'vec' (batched SB3VecEnv) or 'single' (DummyVecEnv of SingleAgentEnv)"""
     rules: str = "guiyang"
+    """preset name, or a JSON rules object {"preset": ..., "overrides": {...}}"""
     opponent: str = "rule"
+    """agent spec playing the other seats (rule, greedy, random, ppo:PATH, ...)"""
     total_timesteps: int = 50_000
+    """decisions of the learner to train on"""
     n_envs: int = 64
+    """games played in parallel"""
     n_steps: int = 128
+    """steps of every game per rollout"""
     batch_size: int = 1024
+    """minibatch size of the update"""
     lr: float = 3e-4
+    """Adam learning rate"""
     ent_coef: float = 0.01
+    """weight of the entropy bonus"""
     gamma: float = 1.0
+    """discount per decision"""
     seed: int = 1
+    """seed of the deals, the opponents and the model"""
     torch_threads: int = 1
+    """CPU threads of torch"""
     eval_deals: int = 200
+    """duplicate deals per opponent in the final evaluation"""
     eval_opponents: str = "rule,random"
+    """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/sb3"
+    """folder of model.zip"""
     verbose: int = 0
+    """SB3's verbosity (0: quiet, 1: training stats)"""
     device: str = "auto"
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
 
@@ -166,8 +181,12 @@ def train(args: Args) -> dict:
     return {"model": str(out / "model.zip"), "eval": results}
 
 
+PROG = "python -m training.sb3_maskable"
+"""The command in usage and error lines."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__), "python -m training.sb3_maskable")
+    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
 
 
 if __name__ == "__main__":
