@@ -179,14 +179,13 @@ from zhuoji_env.envs.common import (
     as_action,
     check_options,
     check_reset_options,
-    check_reward,
     check_seat,
     check_seed,
     dealer_rows,
-    default_illegal_reward,
     hand_info,
     illegal_info,
     illegal_message,
+    illegal_penalty,
     match_game,
     observation_box,
     state_box,
@@ -236,11 +235,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         check_seat("viewer", viewer, n)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_reward = (
-            default_illegal_reward(self.rules)
-            if illegal_reward is None
-            else check_reward(illegal_reward, "illegal_reward")
-        )
+        self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
         self.render_all = render_all
         self.viewer = viewer
         self.tile_style = tile_style

@@ -12,7 +12,7 @@ of floats, bools or strings a ``TypeError``. An integer in range that the mask f
 *illegal* action, handled per ``illegal_action``:
 
 - ``"penalty"``: PettingZoo's ``TerminateIllegalWrapper`` convention: the episode ends, the
-  offender receives ``illegal_reward`` (default :func:`default_illegal_reward`), a warning is
+  offender receives ``illegal_reward`` (default: :func:`illegal_penalty`), a warning is
   logged once per environment, and the info says what happened (``"illegal_action"``,
   ``"legal_actions"``, ``"message"``);
 - ``"raise"``: :class:`~zhuoji_env.IllegalActionError` naming the seat, the action and the legal
@@ -61,7 +61,7 @@ __all__ = [
     "check_seat",
     "check_seed",
     "dealer_rows",
-    "default_illegal_reward",
+    "illegal_penalty",
     "hand_info",
     "illegal_info",
     "illegal_message",
@@ -324,9 +324,12 @@ def check_num_envs(num_envs) -> int:
 
 
 # --------------------------------------------------------------------------- illegal actions
-def default_illegal_reward(rules: Rules) -> float:
-    """The penalty of ``illegal_action="penalty"``: ten plain hands, times ``base_stake``."""
-    return float(-10 * rules.pattern_table["pinghu"] * rules.base_stake)
+def illegal_penalty(rules: Rules, given=None) -> float:
+    """The penalty of ``illegal_action="penalty"``: ``given`` (a finite number), by default ten
+    plain hands times ``base_stake``."""
+    if given is None:
+        return float(-10 * rules.pattern_table["pinghu"] * rules.base_stake)
+    return check_reward(given, "illegal_reward")
 
 
 def illegal_message(who: str, st: State, i: int, action: int) -> str:

@@ -74,12 +74,11 @@ from zhuoji_env.envs.common import (
     check_illegal_mode,
     check_num_envs,
     check_opponent,
-    check_reward,
     check_seat,
     check_seed,
-    default_illegal_reward,
     illegal_info,
     illegal_message,
+    illegal_penalty,
     observation_box,
     opponent_actions,
     warn_illegal,
@@ -118,11 +117,7 @@ class SB3VecEnv(VecEnv):
         self.opponent = RandomPolicy() if opponent is None else opponent  # checked by the setter
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_reward = (
-            default_illegal_reward(self.rules)
-            if illegal_reward is None
-            else check_reward(illegal_reward, "illegal_reward")
-        )
+        self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
         self.game = BatchGame(self.rules, num_envs, seed=seed, auto_reset=False)
         self._rng = np.random.default_rng(seed)
         self._rows = np.arange(num_envs)

@@ -93,14 +93,13 @@ from zhuoji_env.envs.common import (
     check_opponent,
     check_options,
     check_reset_options,
-    check_reward,
     check_seat,
     check_seed,
     dealer_rows,
-    default_illegal_reward,
     hand_info,
     illegal_info,
     illegal_message,
+    illegal_penalty,
     match_game,
     observation_box,
     opponent_actions,
@@ -141,11 +140,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.opponents = self._opponent_list(opponents, n)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_reward = (
-            default_illegal_reward(self.rules)
-            if illegal_reward is None
-            else check_reward(illegal_reward, "illegal_reward")
-        )
+        self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
         self.render_all = render_all
         self.tile_style = tile_style
         self.observation_space = observation_box(self.rules)
