@@ -478,6 +478,19 @@ def run_arena(
     )
 
 
+def against_each(
+    agent: Agent, label: str, opponents: str, deals: int, seed: int, rules
+) -> dict[str, ArenaResult]:
+    """An arena of ``agent`` (named ``label``) against each of the comma-separated opponent
+    specs, one after the other: ``{spec: result}`` (the trainers' evaluations)."""
+    return {
+        opp: run_arena(
+            [agent, opp], deals, seed=seed, rules=rules, progress=False, labels=[label, opp]
+        )
+        for opp in [o for o in opponents.split(",") if o]
+    }
+
+
 class _NoBar:
     def update(self, k=1):
         pass

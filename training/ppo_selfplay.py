@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from agents import make_agent
-from agents.arena import run_arena
+from agents.arena import against_each
 from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
 from training.cli import (
     INT_NON_NEGATIVE,
@@ -353,15 +353,8 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     """Arena margins of the policy against each opponent: {name: {mean, ci95, ...}}."""
     out = {}
     agent = PPOAgent(net, seed=seed)
-    for opp in [o for o in args.eval_opponents.split(",") if o]:
-        res = run_arena(
-            [agent, opp],
-            args.eval_deals,
-            seed=seed,
-            rules=rules,
-            progress=False,
-            labels=["ppo", opp],
-        )
+    results = against_each(agent, "ppo", args.eval_opponents, args.eval_deals, seed, rules)
+    for opp, res in results.items():
         ppo = res.summary()["agents"]["ppo"]
         margin, ci = res.margin("ppo", opp)
         out[opp] = {

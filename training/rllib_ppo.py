@@ -320,20 +320,13 @@ def summarize(
 
 def evaluate(out_dir: Path, args: Args, seed: int) -> dict:
     """Arena margins of the saved policy against each of ``--eval-opponents``."""
-    from agents.arena import run_arena
+    from agents.arena import against_each
 
     rules = rules_from_flag(args.rules)
     agent = RLlibAgent.load(out_dir, seed=seed)
     out = {}
-    for opp in [o for o in args.eval_opponents.split(",") if o]:
-        res = run_arena(
-            [agent, opp],
-            args.eval_deals,
-            seed=seed,
-            rules=rules,
-            progress=False,
-            labels=["rllib", opp],
-        )
+    results = against_each(agent, "rllib", args.eval_opponents, args.eval_deals, seed, rules)
+    for opp, res in results.items():
         margin, ci = res.margin("rllib", opp)
         out[opp] = {
             "rllib_mean": res.summary()["agents"]["rllib"]["mean"],

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from agents import make_agent
-from agents.arena import run_arena
+from agents.arena import against_each
 from agents.sb3 import SB3Agent
 from training.cli import (
     INT_NON_NEGATIVE,
@@ -165,15 +165,10 @@ def train(args: Args) -> dict:
     model.save(out / "model.zip")
     agent = SB3Agent(model, seed=args.seed)
     results = {}
-    for opp in [o for o in args.eval_opponents.split(",") if o]:
-        res = run_arena(
-            [agent, opp],
-            args.eval_deals,
-            seed=args.seed + 1000,
-            rules=rules,
-            progress=False,
-            labels=["sb3", opp],
-        )
+    arenas = against_each(
+        agent, "sb3", args.eval_opponents, args.eval_deals, args.seed + 1000, rules
+    )
+    for opp, res in arenas.items():
         print(res.table())
         margin, ci = res.margin("sb3", opp)
         results[opp] = {"margin": margin, "ci95": ci}
