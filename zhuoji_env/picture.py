@@ -27,6 +27,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.records import deltas, result_of
+from zhuoji_env.engine.settlement import chicken_units
 from zhuoji_env.engine.state import (
     AN_KONG,
     BU_KONG,
@@ -41,7 +42,7 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import CODES, NUM_KINDS, YAOJI, next_kind, prev_kind
+from zhuoji_env.tiles import CODES, NUM_KINDS, YAOJI
 
 ITEM_LABELS: dict[str, str] = {
     "hu": "hand payment, hu (7.2)",
@@ -92,14 +93,10 @@ def frame_size(num_players: int) -> tuple[int, int]:
 
 
 def chicken_kinds(rules: Rules, flip: int) -> np.ndarray:
-    """bool ``[27]``: the chicken tiles (RULES.md 7.4) given the flip tile (-1: none known)."""
-    out = np.zeros(NUM_KINDS, dtype=bool)
-    out[YAOJI] = True
-    if flip >= 0:
-        out[next_kind(flip)] = True
-        if rules.flip_mode == "up_down":
-            out[prev_kind(flip)] = True
-    return out
+    """bool ``[27]``: the chicken tiles (RULES.md 7.4) given the flip tile (-1: none known), as
+    settlement counts them (:func:`~zhuoji_env.engine.settlement.chicken_units`)."""
+    unit, _ = chicken_units(rules, np.array([flip], dtype=np.int64))
+    return unit[0] > 0
 
 
 def _tile(draw, x, y, k, size, *, hidden=False, chicken=False, faded=False, frame=None):

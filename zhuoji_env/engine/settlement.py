@@ -308,7 +308,7 @@ def _pay_kongs(rules: Rules, h: _Ended, void: np.ndarray) -> None:
 def _pay_chickens(rules: Rules, h: _Ended, burned: np.ndarray) -> None:
     """Chickens (鸡, RULES.md 7.4): each collecting seat receives its chicken total and its
     冲锋鸡 from every other seat; then 责任鸡 and 包鸡."""
-    unit, golden = _chicken_units(rules, h.flip)
+    unit, golden = chicken_units(rules, h.flip)
     river_ex_chongfeng, chongfeng = _chongfeng(rules, h, golden)
     total = _chicken_totals(rules, h, unit, river_ex_chongfeng)
     collect = _collecting_seats(rules, h, burned, total, chongfeng)
@@ -321,7 +321,7 @@ def _pay_chickens(rules: Rules, h: _Ended, burned: np.ndarray) -> None:
         _pay_bao_ji(rules, h, unit[:, YAOJI], river_ex_chongfeng, chongfeng, collect)
 
 
-def _chicken_units(rules: Rules, flip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def chicken_units(rules: Rules, flip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Which tiles are chickens and their unit values (RULES.md 7.4): ``[k,27]`` units (0 for a
     tile that is no chicken) and ``[k]`` 金鸡 (golden: ``1s`` is a flip chicken, worth double).
     ``1s`` always; next(F) of the flip tile F (翻鸡), and previous(F) under ``up_down`` (上下鸡)."""
