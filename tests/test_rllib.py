@@ -133,6 +133,7 @@ def test_module_masks_illegal_actions():
         ("--gamma=1.5", "--gamma 1.5: must be in \\[0, 1\\]"),
         ("--resume=/nonexistent/run", "no RLlib checkpoint at '/nonexistent/run'"),
         ("--eval-deals=5 --eval-opponents=rule,nobody", "unknown agent spec 'nobody'"),
+        (f"--out-dir={__file__}/run", "test_rllib.py' is a file, not a folder"),
     ],
 )
 def test_bad_flags_are_named(flag, message):

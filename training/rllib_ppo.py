@@ -37,7 +37,7 @@ import torch
 import zhuoji_env
 from agents import make_agent
 from agents.registry import RLLIB_MISSING
-from training.cli import parse_args, rules_from_flag
+from training.cli import check_out_dir, parse_args, rules_from_flag
 
 try:
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
@@ -154,6 +154,7 @@ def check_args(args: Args) -> None:
             make_agent(spec, seed=0, rules=rules)
     if args.resume:
         checkpoint_dir(args.resume)
+    check_out_dir(args.out_dir)
 
 
 def frozen_id(slot: int) -> str:
