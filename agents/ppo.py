@@ -7,6 +7,9 @@ the optimizer state). It is read with ``torch.load(..., weights_only=True)``, wh
 run code, and checked before use: a file that is not a checkpoint, is truncated, holds objects
 other than plain data, was trained on another observation size or version, or holds NaN or
 infinite weights raises ``ValueError`` naming the file and what is wrong.
+Three trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
+``ppo-classic``, ``ppo-app``, one per preset, each with a provenance file), named like any
+agent: ``make_agent("ppo-guiyang")``, ``ppo-app:greedy`` (:func:`shipped_factory`).
 ``PPOAgent.load(path)`` plays it through the common agent interface, so
 ``python -m agents.arena --agents ppo:runs/ppo/latest.pt,rule`` evaluates it. A checkpoint loads
 on the CPU unless a device is named (:func:`resolve_device`: ``cpu``, ``cuda`` or ``auto``, which
@@ -16,6 +19,7 @@ imports torch; the registry imports it only when a ``ppo:`` agent is made.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -222,6 +226,21 @@ def split_options(
                     f"{head!r}; the options are {allowed}"
                 )
             head, sep, _ = head.rpartition(":")
+    check_options(arg, found, options, exclusive)
+    return path, found
+
+
+def check_options(
+    arg: str, found: list[str], options: tuple[str, ...], exclusive: tuple[str, ...] = ()
+) -> None:
+    """Refuse (``ValueError``) an option of ``found`` that is not one of ``options``, given
+    twice, or two of the mutually ``exclusive`` ones; ``arg`` is the spec named in the error."""
+    allowed = ", ".join(options)
+    unknown = [o for o in found if o not in options]
+    if unknown:
+        raise ValueError(
+            f"{arg!r}: unknown option {', '.join(map(repr, unknown))}; the options are {allowed}"
+        )
     repeated = sorted({o for o in found if found.count(o) > 1})
     if repeated:
         raise ValueError(
@@ -234,7 +253,6 @@ def split_options(
             f"{arg!r}: conflicting options {' and '.join(map(repr, clash))}; "
             f"at most one of {', '.join(exclusive)}"
         )
-    return path, found
 
 
 def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
@@ -243,7 +261,44 @@ def agent_factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
     picks the device."""
     if not arg:
         raise ValueError("agent 'ppo' needs a checkpoint: ppo:path/to/ckpt.pt[:greedy][:DEVICE]")
-    path, options = split_options(arg, ("greedy", *DEVICES), exclusive=DEVICES)
+    path, options = split_options(arg, OPTIONS, exclusive=DEVICES)
+    return _load_with_options(path, options, seed)
+
+
+def _load_with_options(path: str | Path, options: list[str], seed) -> PPOAgent:
     devices = [o for o in options if o != "greedy"]
     device = devices[0] if devices else "cpu"
     return PPOAgent.load(path, seed=seed, greedy="greedy" in options, device=device)
+
+
+OPTIONS = ("greedy", *DEVICES)
+"""The options after a checkpoint agent's spec (``ppo:PATH:greedy:cuda``, ``ppo-app:greedy``)."""
+
+POLICY_DIR = Path(__file__).resolve().parent / "policies"
+
+
+def shipped_policy(name: str) -> Path:
+    """The checkpoint file of a shipped policy (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``)."""
+    path = POLICY_DIR / f"{name}.pt"
+    if not path.is_file():
+        shipped = sorted(p.stem for p in POLICY_DIR.glob("*.pt"))
+        raise ValueError(f"unknown shipped policy {name!r}: the shipped ones are {shipped}")
+    return path
+
+
+def provenance(name: str) -> dict:
+    """A shipped policy's provenance (``NAME.json``): how it was trained (``stages``: command,
+    commit, decisions, seconds), the checkpoint's sha256, and its arena tables."""
+    shipped_policy(name)
+    return json.loads((POLICY_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def shipped_factory(name: str):
+    """The registry factory of shipped policy ``name``: ``NAME[:greedy][:DEVICE]``."""
+
+    def factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
+        options = arg.split(":") if arg is not None else []
+        check_options(f"{name}:{arg}", options, OPTIONS, exclusive=DEVICES)
+        return _load_with_options(shipped_policy(name), options, seed)
+
+    return factory

@@ -2,7 +2,9 @@
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
 factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
-checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), ``sb3:PATH`` (a MaskablePPO
+checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), the shipped trained policies
+``ppo-guiyang``, ``ppo-classic`` and ``ppo-app`` (``NAME[:greedy][:DEVICE]``, one per
+preset), ``sb3:PATH`` (a MaskablePPO
 model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
 :mod:`agents.rllib`, the ``rllib`` extra); these import torch (and Ray) only when such an agent
 is made. Other code adds its own agents with :func:`register_agent`::
@@ -25,6 +27,10 @@ AgentFactory = Callable[..., Agent]
 
 RLLIB_MISSING = 'the rllib extra is not installed: pip install -e ".[rllib]", or make rllib'
 """What to do when ``ray`` cannot be imported (``rllib:`` agents, ``training.rllib_ppo``)."""
+
+SHIPPED_POLICIES = {"ppo-guiyang": "guiyang", "ppo-classic": "classic", "ppo-app": "app"}
+"""The trained policies shipped in the package (``agents/policies/NAME.pt``, :mod:`agents.ppo`),
+by name, with the preset each was trained and measured under."""
 
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""
@@ -92,6 +98,17 @@ def _register_builtins() -> None:
 
     register_agent("ppo", ppo)
     register_agent("sb3", sb3)
+
+    def shipped(name):
+        def factory(arg, seed=None, rules=None):
+            from agents.ppo import shipped_factory
+
+            return shipped_factory(name)(arg, seed=seed, rules=rules)
+
+        return factory
+
+    for name in SHIPPED_POLICIES:
+        register_agent(name, shipped(name))
 
     def rllib(arg, seed=None, rules=None):  # ray is imported only when a checkpoint is named
         try:

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +45,12 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
         hidden=32,
     )
     out = ppo_selfplay.train(args)
-    assert len(out["history"]) == 2 and set(out["history"][0]["eval"]) == {"rule", "random"}
+    # evaluated before the first update (the curve's start) and after each, sampling and argmax
+    assert [h["update"] for h in out["history"]] == [0, 1, 2]
+    assert set(out["history"][0]["eval"]) == {"rule", "random"}
+    for h in out["history"]:
+        for ev in h["eval"].values():
+            assert {"margin", "margin_ci95", "argmax_margin", "argmax_margin_ci95"} <= set(ev)
     assert (tmp_path / "latest.pt").exists() and (tmp_path / "update_2.pt").exists()
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2])
     assert [row["update"] for row in out["updates"]] == [1, 2]
@@ -66,6 +72,15 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     assert resumed["decisions"] == 3 * 16 * 32
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert ckpt["update"] == 3
+    # provenance: one stage per run, each with the command that reruns it
+    first, second = ckpt["stages"]
+    assert (first["decisions"], second["decisions"]) == (2 * 16 * 32, 16 * 32)
+    assert "--resume" not in first["command"] and "--resume" in second["command"]
+    assert first["preset"] == "guiyang" and first["seconds"] > 0
+    assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", first["commit"])  # the tests run in a checkout
+    words = shlex.split(first["command"])
+    assert words[:3] == ["python", "-m", "training.ppo_selfplay"]
+    assert parse_args(ppo_selfplay.Args, words[3:]) == args
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2, 3])
     # a fresh run (no --resume) into the same folder starts metrics.jsonl anew
     ppo_selfplay.train(

@@ -10,6 +10,8 @@ import inspect
 import json
 import math
 import os
+import shlex
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -172,3 +174,38 @@ def device_from_flag(name: str, flag_name: str = "device"):
         return resolve_device(name)
     except ValueError as exc:
         raise FlagError(f"{flag(flag_name)} {name!r}: {exc}") from None
+
+
+def command_line(prog: str, args) -> str:
+    """The shell command that reruns ``args`` (a dataclass of ``Args``): ``prog`` and every
+    flag whose value differs from its default, quoted for a POSIX shell."""
+    words = [prog]
+    for f in dataclasses.fields(args):
+        value = getattr(args, f.name)
+        if value == f.default:
+            continue
+        if isinstance(value, bool):
+            words.append(flag(f.name) if value else "--no-" + flag(f.name)[2:])
+        else:
+            words += [flag(f.name), shlex.quote(str(value))]
+    return " ".join(words)
+
+
+def source_commit() -> str | None:
+    """The git commit of this checkout (``+dirty`` when tracked files differ from it), or None
+    outside a git checkout: where a checkpoint's code came from."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        git = ["git", "-C", str(root)]
+        head = subprocess.run(
+            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")

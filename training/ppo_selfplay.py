@@ -11,10 +11,14 @@ by frozen past checkpoints (``--pool-size``); their decisions are not trained on
 checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
 status 2 and a message naming it.
 
-Every ``--eval-every`` updates the policy plays the arena (duplicate deals, every seating)
-against ``rule`` and ``random``; the mean score per hand of each match-up is logged, with its
-95% interval, to the console, to TensorBoard (``--tensorboard``) and to ``metrics.jsonl`` in the
-run directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). ``metrics.jsonl``
+Before the first update and every ``--eval-every`` updates the policy plays the arena
+(duplicate deals, every seating) against ``rule`` and ``random``, once sampling its actions and
+once taking the argmax, on the same deals; each match-up's margin per hand (policy minus
+opponent) is logged, with its 95% interval, to the console, to TensorBoard (``--tensorboard``)
+and (after updates) to ``metrics.jsonl`` in the run directory, beside the checkpoints
+(``latest.pt``, ``update_<k>.pt``). Each checkpoint records its provenance in ``stages``: per
+run that led to it (the first, then each ``--resume``), the command that reruns it, the git
+commit, the preset, the decisions trained and the wall seconds (cloning included). ``metrics.jsonl``
 has one line per update: its ``train`` entry holds the means over the update's minibatches of
 the policy and value losses, entropy, approximate KL and clip fraction, and the explained
 variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import json
 import shutil
 import time
@@ -54,10 +59,12 @@ from training.cli import (
     check_agent_specs,
     check_fields,
     check_out_dir,
+    command_line,
     device_from_flag,
     parse_args,
     rules_from_flag,
     run_main,
+    source_commit,
 )
 from training.learner import (
     Batch,
@@ -350,20 +357,36 @@ def learner_batch(r: Rollout, adv: np.ndarray, ret: np.ndarray, valid: np.ndarra
 
 
 def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
-    """Arena margins of the policy against each opponent: {name: {mean, ci95, ...}}."""
-    out = {}
-    agent = PPOAgent(net, seed=seed)
-    results = against_each(agent, "ppo", args.eval_opponents, args.eval_deals, seed, rules)
-    for opp, res in results.items():
-        ppo = res.summary()["agents"]["ppo"]
-        margin, ci = res.margin("ppo", opp)
-        out[opp] = {
-            "ppo_mean": ppo["mean"],
-            "ppo_ci95": ppo["ci95"],
-            "margin": margin,
-            "margin_ci95": ci,
-        }
+    """Arena results of the policy against each opponent, played by sampling (``ppo_mean``,
+    ``margin`` and their 95% intervals) and by argmax (``argmax_mean``, ``argmax_margin``), on
+    the same deals: {opponent: {...}}."""
+    out: dict[str, dict] = {}
+    for play, greedy in (("", False), ("argmax_", True)):
+        agent = PPOAgent(net, seed=seed, greedy=greedy)
+        results = against_each(agent, "ppo", args.eval_opponents, args.eval_deals, seed, rules)
+        for opp, res in results.items():
+            ppo = res.summary()["agents"]["ppo"]
+            margin, ci = res.margin("ppo", opp)
+            mean = "ppo_" if play == "" else play
+            out.setdefault(opp, {}).update(
+                {
+                    f"{mean}mean": ppo["mean"],
+                    f"{mean}ci95": ppo["ci95"],
+                    f"{play}margin": margin,
+                    f"{play}margin_ci95": ci,
+                }
+            )
     return out
+
+
+def eval_message(ev: dict) -> str:
+    """One line of an evaluation: each opponent's margin by sampling and by argmax."""
+    return "  ".join(
+        f"vs {k}: margin {v['margin']:+.2f} [{v['margin_ci95'][0]:+.2f}, "
+        f"{v['margin_ci95'][1]:+.2f}], argmax {v['argmax_margin']:+.2f} "
+        f"[{v['argmax_margin_ci95'][0]:+.2f}, {v['argmax_margin_ci95'][1]:+.2f}]"
+        for k, v in ev.items()
+    )
 
 
 class PhaseClock:
@@ -406,8 +429,16 @@ def train(args: Args) -> dict:
     if "optimizer" in ckpt:
         opt.load_state_dict(ckpt["optimizer"])
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
+    run_start = time.perf_counter()
+    stage = {
+        "command": command_line(PROG, args),
+        "commit": source_commit(),
+        "preset": rules.preset,
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
     if args.bc_agent and not resumed:
-        clone_agent(net, args, rules)
+        fit = clone_agent(net, args, rules)
+        stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
     num_updates = planned_updates(args)
     writer = None
     if args.tensorboard:
@@ -427,9 +458,15 @@ def train(args: Args) -> dict:
             pool_seat[games] = np.where(pick, rng.integers(len(pool), size=(games.size, n)), -1)
 
     obs, masks, seats = env.reset(seed=args.seed)
+    history, updates = [], []
+    if args.eval_every and args.eval_opponents:  # where the learning curve starts
+        net.eval()
+        ev = evaluate(net, args, rules, seed=args.seed + 1000)
+        net.train()
+        history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
+        print(f"update {start_update} decisions {decisions:,}: {eval_message(ev)}", flush=True)
     clock = PhaseClock()
     t_start = time.perf_counter()
-    history, updates = [], []
     r = None
     bar = None
     if args.progress:
@@ -504,6 +541,14 @@ def train(args: Args) -> dict:
                 "args": dataclasses.asdict(args),
                 "rules": rules.to_record(),
                 "optimizer": opt.state_dict(),
+                "stages": [
+                    *ckpt.get("stages", []),
+                    {
+                        **stage,
+                        "decisions": decisions - ckpt.get("decisions", 0),
+                        "seconds": round(time.perf_counter() - run_start, 1),
+                    },
+                ],
             }
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
             shutil.copyfile(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
@@ -520,16 +565,13 @@ def train(args: Args) -> dict:
             net.train()
             row["eval"] = ev
             history.append(row)
-            msg = "  ".join(
-                f"vs {k}: {v['ppo_mean']:+.2f}/hand, margin {v['margin']:+.2f} "
-                f"[{v['margin_ci95'][0]:+.2f}, {v['margin_ci95'][1]:+.2f}]"
-                for k, v in ev.items()
-            )
             of = f"/{num_updates}" if num_updates else ""
-            print(f"update {update + 1}{of} decisions {decisions:,}: {msg}", flush=True)
+            line = f"update {update + 1}{of} decisions {decisions:,}: {eval_message(ev)}"
+            print(line, flush=True)
             if writer:
                 for k, v in ev.items():
                     writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
+                    writer.add_scalar(f"eval/argmax_margin_vs_{k}", v["argmax_margin"], decisions)
         metrics_file.write(json.dumps(row) + "\n")
         metrics_file.flush()
         if bar:
