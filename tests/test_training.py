@@ -231,6 +231,40 @@ def test_arena_workers_with_a_torch_agent():
         run_arena([agent, _UnpicklableAgent()], 12, workers=2, **kw)
 
 
+class _CountingAgent(RandomAgent):
+    """Random play that counts the decisions it is asked for."""
+
+    calls = 0
+
+    def act(self, obs, mask):
+        _CountingAgent.calls += len(mask)
+        return super().act(obs, mask)
+
+
+def test_pool_agents_play_part_of_the_seats_and_are_not_trained_on(tmp_path):
+    from agents import register_agent
+
+    register_agent("counting", lambda arg, seed=None, **_: _CountingAgent(seed), replace=True)
+    _CountingAgent.calls = 0
+    common = dict(
+        total_decisions=3 * 16 * 32, num_envs=16, num_steps=32, num_minibatches=2,
+        update_epochs=1, eval_every=0, eval_opponents="", hidden=16, progress=False,
+    )  # fmt: skip
+    alone = ppo_selfplay.train(ppo_selfplay.Args(**common, out_dir=str(tmp_path / "a")))
+    mixed = ppo_selfplay.train(
+        ppo_selfplay.Args(
+            **common, out_dir=str(tmp_path / "b"), pool_agents="counting", pool_prob=0.5
+        )
+    )
+
+    def trained(out):
+        return sum(u["train"]["train/trained_decisions"] for u in out["updates"])
+
+    assert _CountingAgent.calls > 0
+    # the counted decisions are the ones missing from training (up to the carried-over rows)
+    assert trained(mixed) < trained(alone) - _CountingAgent.calls // 2
+
+
 def test_demo_smoke(tmp_path, one_torch_thread, capsys):
     """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena."""
     from training import demo
@@ -248,10 +282,12 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys):
         str(tmp_path),
     ]
     assert demo.main(argv) == 0
-    assert (tmp_path / "learning_curve.png").stat().st_size > 0
+    assert (tmp_path / "demo.png").stat().st_size > 0
     summary = json.loads((tmp_path / "arena.json").read_text())
-    assert set(summary["agents"]) == {"ppo", "random", "greedy", "rule"}
-    assert "learning curve" in capsys.readouterr().out
+    assert list(summary["agents"]) == ["ppo-guiyang", "fresh ppo", "rule", "greedy", "random"]
+    # each rotation of the five agents over the four seats: every agent sits 4 of 5 seatings
+    assert {v["hands"] for v in summary["agents"].values()} == {2 * 4}
+    assert "learning curve and arena" in capsys.readouterr().out
 
 
 PPO_BAD_FLAGS = [
@@ -270,6 +306,7 @@ PPO_BAD_FLAGS = [
     (["--eval-opponents", "rule,randon"], "--eval-opponents 'rule,randon': unknown agent spec"),
     (["--eval-opponents", ","], "--eval-opponents ',': needs at least one agent spec"),
     (["--bc-agent", "greedyy"], "--bc-agent 'greedyy': unknown agent spec"),
+    (["--pool-agents", "rule,rul"], "--pool-agents 'rule,rul': unknown agent spec"),
     (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
     (
         ["--resume", "GARBAGE"],

@@ -138,9 +138,14 @@ def rules_from_flag(text: str, name: str = "rules") -> Rules:
         ) from None
 
 
+def agent_specs(text: str) -> list[str]:
+    """The agent specs of a comma-separated flag (blank ones left out)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
 def check_agent_specs(text: str, name: str, rules: Rules, allow_empty: bool = False) -> None:
     """Every comma-separated agent spec of a flag names an agent that can be made."""
-    specs = [s.strip() for s in text.split(",") if s.strip()]
+    specs = agent_specs(text)
     if not specs and not allow_empty:
         raise FlagError(f"{flag(name)} {text!r}: needs at least one agent spec")
     for spec in specs:

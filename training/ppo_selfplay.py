@@ -7,7 +7,8 @@ last decision of the hand (the vector env's transitions), and GAE runs along eac
 trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`). A
 decision still open when a rollout stops is carried into the next one and trained on there,
 once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
-by frozen past checkpoints (``--pool-size``); their decisions are not trained on. Every flag is
+by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
+decisions are not trained on. Every flag is
 checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
 status 2 and a message naming it.
 
@@ -56,6 +57,7 @@ from training.cli import (
     POSITIVE,
     UNIT,
     FlagError,
+    agent_specs,
     check_agent_specs,
     check_fields,
     check_out_dir,
@@ -129,6 +131,8 @@ class Args:
     """updates between snapshots into the pool"""
     pool_prob: float = 0.25
     """chance that a seat of a new hand is played by a pool member"""
+    pool_agents: str = ""
+    """comma-separated agent specs (e.g. 'rule') that join the pool of opponents for good"""
     time_limit: float = 0.0
     """minutes of training (0: no limit): the first update that ends past it is the last, then
     the run saves and evaluates; the learning rate decays over this time"""
@@ -215,6 +219,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
+    check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
     check_agent_specs(
         args.eval_opponents, "eval_opponents", rules, allow_empty=args.eval_opponents == ""
     )
@@ -449,13 +454,15 @@ def train(args: Args) -> dict:
     mode = "a" if resumed else "w"
     metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
 
-    pool: list[PolicyNet] = []
-    pool_seat = np.full((B, n), -1)  # pool member playing each seat, -1: the learner
+    fixed = [make_agent(s, seed=args.seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
+    pool: list[PolicyNet] = []  # past snapshots of the network
+    pool_seat = np.full((B, n), -1)  # member of fixed + pool playing each seat, -1: the learner
 
     def draw_pool(games):
-        if pool:
+        if fixed or pool:
             pick = rng.random((games.size, n)) < args.pool_prob
-            pool_seat[games] = np.where(pick, rng.integers(len(pool), size=(games.size, n)), -1)
+            who = rng.integers(len(fixed) + len(pool), size=(games.size, n))
+            pool_seat[games] = np.where(pick, who, -1)
 
     obs, masks, seats = env.reset(seed=args.seed)
     history, updates = [], []
@@ -486,9 +493,11 @@ def train(args: Args) -> dict:
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
             with torch.inference_mode():
                 action, logp, value = sample(net, o, m, device)
-                for k, member in enumerate(pool):
+                for k, member in enumerate(fixed + pool):
                     rows = np.flatnonzero(player == k)
-                    if rows.size:
+                    if rows.size and k < len(fixed):
+                        action[rows] = torch.from_numpy(member.act(obs[rows], masks[rows]))
+                    elif rows.size:
                         action[rows] = sample(member, o[rows], m[rows], device)[0]
             r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
             r.values[t] = value
