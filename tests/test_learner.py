@@ -369,3 +369,20 @@ def test_a_decision_open_at_the_rollout_boundary_is_trained_in_the_next():
     stale = Rollout(6, 1)
     stale.finished[1:] = True
     assert stale.next(4).carried == 4  # at most one rollout's length is carried
+
+
+def test_potential_counts_shanten_and_the_observers_paid_kongs():
+    from training.learner import potential
+    from zhuoji_env.observation import SLICES
+
+    obs = np.zeros((3, OBS_SIZE), np.float32)
+    sh, kc = SLICES["shanten"], SLICES["kong_counts"]
+    for row, steps in enumerate([0, 1, 3]):  # complete, ready, 2-shanten
+        obs[row, sh.start + steps] = 1
+    counts = obs[:, kc].reshape(3, 4, 4)
+    counts[1, 0] = [1, 1, 0, 1]  # own 闷豆, 转弯豆 and a late (unpaid) 憨包豆
+    counts[2, 0, 2] = 1  # own 点豆
+    counts[2, 1] = [2, 0, 0, 0]  # another seat's kongs do not count
+    obs[:, kc] = counts.reshape(3, 16)
+    assert potential(obs, 0.5).tolist() == [0.5, 0.0, -1.0]
+    assert potential(obs, 0.5, kong_shaping=2.0).tolist() == [0.5, 4.0, 1.0]

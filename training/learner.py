@@ -19,7 +19,7 @@ from torch import nn
 from agents.base import Agent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import OBS_SIZE
+from zhuoji_env.observation import OBS_SIZE, block
 
 
 def seat_gae(
@@ -84,6 +84,18 @@ def shaped_rewards(seats, phi, rewards, dones, finished, gamma: float) -> np.nda
         out[t] = np.where(finished[t], rewards[t] + gamma * nxt - phi[t], rewards[t])
         next_phi[rows, s] = phi[t]
     return out
+
+
+def potential(obs: np.ndarray, shaping: float, kong_shaping: float = 0.0) -> np.ndarray:
+    """float32 ``[k]``: the shaping potential of observations ``[k, OBS_SIZE]``, from the
+    scoring rules' point of view: ``-shaping`` per step of shanten beyond ready (a ready hand
+    is 0, a complete one ``+shaping``), plus ``kong_shaping`` per kong the observer has made
+    (闷豆, 转弯豆, 点豆; not the unpaid late 憨包豆): kongs are beans and the passport (RULES.md
+    5.3, 7.3)."""
+    phi = -shaping * (block(obs, "shanten").argmax(-1) - 1)
+    if kong_shaping:
+        phi = phi + kong_shaping * block(obs, "kong_counts")[:, 0, :3].sum(-1)
+    return phi.astype(np.float32)
 
 
 def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:

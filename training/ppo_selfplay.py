@@ -72,13 +72,14 @@ from training.learner import (
     Batch,
     behaviour_clone,
     collect_demonstrations,
+    potential,
     ppo_update,
     seat_gae,
     shaped_rewards,
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import OBS_SIZE, block
+from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
 
@@ -119,6 +120,8 @@ class Args:
     """rewards are hand scores times this"""
     shaping: float = 0.05
     """potential-based shaping: potential -shaping x shanten of the seat's hand (0: off)"""
+    kong_shaping: float = 0.0
+    """potential-based shaping: potential +kong_shaping per kong the seat has made (0: off)"""
     hidden: int = 256
     """width of the policy MLP (a resumed run keeps its checkpoint's)"""
     seed: int = 1
@@ -191,6 +194,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "max_grad_norm": POSITIVE,
             "reward_scale": POSITIVE,
             "shaping": NON_NEGATIVE,
+            "kong_shaping": NON_NEGATIVE,
             "hidden": INT_POSITIVE,
             "seed": INT_NON_NEGATIVE,
             "torch_threads": INT_POSITIVE,
@@ -338,7 +342,7 @@ def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, 
     with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions that
     were not trained on in the previous rollout."""
     shaped = r.rewards
-    if args.shaping:
+    if args.shaping or args.kong_shaping:
         shaped = shaped_rewards(r.seats, r.phi, r.rewards, r.dones, r.finished, args.gamma)
     adv, ret, valid = seat_gae(
         r.seats, r.values, shaped, r.dones, r.finished, args.gamma, args.gae_lambda
@@ -502,7 +506,7 @@ def train(args: Args) -> dict:
             r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
             r.values[t] = value
             r.seats[t] = seats
-            r.phi[t] = -args.shaping * (block(obs, "shanten").argmax(-1) - 1)
+            r.phi[t] = potential(obs, args.shaping, args.kong_shaping)
             r.learner[t] = player < 0
             clock.lap("inference")
             obs, masks, seats, _, dones, infos = env.step(action.numpy())
