@@ -251,3 +251,29 @@ def test_sb3_vec_env_constructor_seed_is_the_first_resets():
     np.testing.assert_array_equal(first, b.reset())
     assert not np.array_equal(first, c.reset())
     assert not np.array_equal(first, a.reset())  # later resets draw new matches
+
+
+def test_hidden_is_what_the_seat_to_act_cannot_see():
+    """hidden(): the other seats' concealed tiles in the observer's seat order, the live wall
+    and the flip tile, matching the engine state; the observation itself is unchanged."""
+    from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, STATE_SLICES, block
+
+    env = SelfPlayVecEnv(8, "guiyang", seed=3)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.hidden()
+    obs, masks, seats = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        obs, masks, seats, *_ = env.step(env.random_actions(rng))
+    hidden = env.hidden()
+    assert hidden.shape == (8, HIDDEN_SIZE) and obs.shape == (8, OBS_SIZE)
+    st = env.game.state
+    full = np.concatenate([obs, hidden], -1)
+    hands = block(full, "all_hands")
+    assert np.array_equal(hands[:, 0], block(obs, "hand"))  # relative seat 0 is the observer
+    for b in range(8):
+        for j in range(4):
+            assert np.array_equal(hands[b, j], st.hand[b, (seats[b] + j) % 4])
+        live = st.wall[b, st.front[b] : st.back[b] + 1]
+        assert np.array_equal(block(full, "live_wall")[b], np.bincount(live, minlength=27))
+    assert STATE_SLICES["flip"].stop == OBS_SIZE + HIDDEN_SIZE

@@ -386,3 +386,33 @@ def test_potential_counts_shanten_and_the_observers_paid_kongs():
     obs[:, kc] = counts.reshape(3, 16)
     assert potential(obs, 0.5).tolist() == [0.5, 0.0, -1.0]
     assert potential(obs, 0.5, kong_shaping=2.0).tolist() == [0.5, 4.0, 1.0]
+
+
+def test_oracle_critic_takes_the_value_loss_and_sees_the_hidden_part(one_torch_thread):
+    """With a critic, the value loss trains the critic (on observation + hidden) toward the
+    returns, and the network's own value head is left alone; the policy still learns. Both on
+    the CPU's sparse first layer and on the dense (bf16 autocast) path."""
+    from training.learner import OracleCritic
+    from zhuoji_env.observation import HIDDEN_SIZE
+
+    for bf16 in (False, True):
+        net, b = _policy_batch()
+        rng = np.random.default_rng(1)
+        hidden = torch.from_numpy(rng.random((len(b.act), HIDDEN_SIZE), dtype=np.float32))
+        torch.manual_seed(1)
+        critic = OracleCritic(16)
+        b = b._replace(hidden=hidden, ret=critic(b.obs, hidden).detach() + 1.0)
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        opt.add_param_group({"params": list(critic.parameters())})
+        v_head = net.v.weight.detach().clone()
+        before = ((critic(b.obs, hidden) - b.ret) ** 2).mean().item()
+        ppo_update(
+            net, opt, b, epochs=5, num_minibatches=1, clip_coef=0.2, ent_coef=0.0, vf_coef=1.0,
+            max_grad_norm=10.0, rng=np.random.default_rng(0), bf16=bf16, critic=critic,
+        )  # fmt: skip
+        assert ((critic(b.obs, hidden) - b.ret) ** 2).mean().item() < 0.8 * before
+        assert torch.equal(net.v.weight, v_head)
+        change = (_logp(net, b) - b.logp).numpy()
+        assert change[b.adv.numpy() > 0].mean() > 0 > change[b.adv.numpy() < 0].mean()
+        # the critic reads the hidden part: changing it changes the value
+        assert not torch.allclose(critic(b.obs, hidden), critic(b.obs, hidden.flip(0)))

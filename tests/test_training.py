@@ -465,3 +465,24 @@ def test_rllib_ppo_without_the_extra_exits_2_naming_the_install():
     assert proc.stderr.startswith("python -m training.rllib_ppo: error: the rllib extra is not")
     assert 'pip install -e ".[rllib]", or make rllib' in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_path, capsys):
+    common = dict(
+        num_envs=16, num_steps=32, num_minibatches=2, update_epochs=1, eval_every=0,
+        eval_opponents="", hidden=16, progress=False, out_dir=str(tmp_path), oracle_critic=True,
+    )  # fmt: skip
+    out = ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 16 * 32))
+    assert np.isfinite(out["updates"][-1]["train"]["loss/value"])
+    _, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert set(ckpt["critic"]) >= {"body.0.weight", "v.weight"}
+    assert ckpt["critic"]["body.0.weight"].shape[1] > OBS_SIZE  # it sees more than the policy
+    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
+    ppo_selfplay.train(ppo_selfplay.Args(**resume))
+    assert "optimizer state not resumed" not in capsys.readouterr().out
+    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "total_decisions": 4 * 16 * 32,
+                                            "oracle_critic": False}))  # fmt: skip
+    assert "optimizer state not resumed" in capsys.readouterr().out
+    agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
+    res = run_arena([agent, "random"], 2, seed=5, progress=False)
+    assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12

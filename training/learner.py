@@ -19,7 +19,7 @@ from torch import nn
 from agents.base import Agent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import OBS_SIZE, block
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, block
 
 
 def seat_gae(
@@ -160,6 +160,30 @@ class Batch(NamedTuple):
     adv: torch.Tensor  # float32 [N]
     ret: torch.Tensor  # float32 [N]
     value: torch.Tensor  # float32 [N]: value estimate when sampled
+    hidden: torch.Tensor | None = None  # float32 [N, HIDDEN_SIZE]: for an oracle critic
+
+
+class OracleCritic(nn.Module):
+    """The value of a decision from the seat's observation and what it cannot see
+    (:func:`~zhuoji_env.observation.encode_hidden`: every concealed hand, the live wall, the
+    flip tile): a critic with the full state while the policy has only the observation (oracle
+    guiding). It is trained and used for the advantages only, never to choose an action."""
+
+    def __init__(self, hidden: int = 256):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Linear(OBS_SIZE + HIDDEN_SIZE, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+        )
+        self.v = nn.Linear(hidden, 1)
+
+    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        return self.after_first_layer(self.body[0](torch.cat([obs, hidden], -1)))
+
+    def after_first_layer(self, pre: torch.Tensor) -> torch.Tensor:
+        return self.v(self.body[3](self.body[2](self.body[1](pre)))).squeeze(-1)
 
 
 def ppo_update(
@@ -175,6 +199,7 @@ def ppo_update(
     max_grad_norm: float,
     rng: np.random.Generator,
     bf16: bool = False,
+    critic: OracleCritic | None = None,
 ) -> dict[str, float]:
     """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches, on the device
     of ``net`` (the batch is moved there once). On the CPU the first layer runs on the
@@ -184,13 +209,19 @@ def ppo_update(
     network's forward and backward run under bfloat16 autocast, while the log-softmax, ratios,
     entropy and losses are computed in float32. Returns the means over all minibatches of the
     policy loss, value loss, entropy, approximate KL and clip fraction, and the explained
-    variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch."""
+    variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch. With a
+    ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
+    the batch's ``hidden``; the network's own value head is left untrained."""
     n = batch.act.numel()
     if not n:
         return {}
     device = next(net.parameters()).device
-    b = Batch(*(x.to(device) for x in batch))
-    rows = nonzeros_by_row(b.obs) if device.type == "cpu" and not bf16 else None
+    b = Batch(*(None if x is None else x.to(device) for x in batch))
+    sparse = device.type == "cpu" and not bf16
+    rows = nonzeros_by_row(b.obs) if sparse else None
+    full = torch.cat([b.obs, b.hidden], -1) if critic is not None else None
+    full_rows = nonzeros_by_row(full) if critic is not None and sparse else None
+    params = [p for group in opt.param_groups for p in group["params"]]
     first = net.body[0]
     mb = max(1, n // num_minibatches)
     steps = []
@@ -204,6 +235,13 @@ def ppo_update(
             else:
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                     logits, value = net(b.obs[j], b.mask[j])
+            if full_rows is not None:
+                c = critic.body[0]
+                pre = SparseRowsLinear.apply(full_rows[0][j], full_rows[1][j], c.weight, c.bias)
+                value = critic.after_first_layer(pre)
+            elif critic is not None:
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    value = critic.after_first_layer(critic.body[0](full[j]))
             logp_all = torch.log_softmax(logits.float(), -1)
             logp = logp_all.gather(-1, b.act[j, None]).squeeze(-1)
             log_ratio = logp - b.logp[j]
@@ -218,7 +256,7 @@ def ppo_update(
             loss = pg + vf_coef * vloss - ent_coef * ent
             opt.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+            nn.utils.clip_grad_norm_(params, max_grad_norm)
             opt.step()
             with torch.no_grad():
                 kl = ((ratio - 1) - log_ratio).mean()

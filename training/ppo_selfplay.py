@@ -8,7 +8,9 @@ trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.le
 decision still open when a rollout stops is carried into the next one and trained on there,
 once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
 by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
-decisions are not trained on. Every flag is
+decisions are not trained on. With ``--oracle-critic`` the values come from a separate critic
+that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
+:meth:`SelfPlayVecEnv.hidden`), while the policy still sees only its observation. Every flag is
 checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
 status 2 and a message naming it.
 
@@ -70,6 +72,7 @@ from training.cli import (
 )
 from training.learner import (
     Batch,
+    OracleCritic,
     behaviour_clone,
     collect_demonstrations,
     potential,
@@ -79,7 +82,7 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import OBS_SIZE
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE
 from zhuoji_env.rules import Rules
 
 
@@ -122,6 +125,9 @@ class Args:
     """potential-based shaping: potential -shaping x shanten of the seat's hand (0: off)"""
     kong_shaping: float = 0.0
     """potential-based shaping: potential +kong_shaping per kong the seat has made (0: off)"""
+    oracle_critic: bool = False
+    """values from a critic that also sees the hidden state (every hand, the wall), while the
+    policy sees only the observation (--resume loads the checkpoint's critic when it has one)"""
     hidden: int = 256
     """width of the policy MLP (a resumed run keeps its checkpoint's)"""
     seed: int = 1
@@ -289,12 +295,14 @@ class Rollout:
         "dones",
         "finished",
         "trained",
+        "hidden",
     )
 
-    def __init__(self, T: int, B: int, first_id: int = 0):
+    def __init__(self, T: int, B: int, first_id: int = 0, hidden_size: int = 0):
         self.first_id = first_id
         self.carried = 0
         self.obs = torch.zeros((T, B, OBS_SIZE))
+        self.hidden = torch.zeros((T, B, hidden_size))  # for an oracle critic (else size 0)
         self.mask = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
         self.act = torch.zeros((T, B), dtype=torch.long)
         self.logp = torch.zeros((T, B))
@@ -315,7 +323,7 @@ class Rollout:
         rows, B = self.seats.shape
         open_rows = np.flatnonzero((~self.finished).any(1))
         c = min(rows - int(open_rows[0]), T) if open_rows.size else 0
-        out = Rollout(c + T, B, first_id=self.first_id + rows - c)
+        out = Rollout(c + T, B, self.first_id + rows - c, self.hidden.shape[-1])
         out.carried = c
         if c:
             for name in self.FIELDS:
@@ -362,6 +370,7 @@ def learner_batch(r: Rollout, adv: np.ndarray, ret: np.ndarray, valid: np.ndarra
         adv=torch.from_numpy(adv.reshape(-1)[idx]),
         ret=torch.from_numpy(ret.reshape(-1)[idx]),
         value=torch.from_numpy(r.values.reshape(-1)[idx]),
+        hidden=r.hidden.reshape(-1, r.hidden.shape[-1])[t] if r.hidden.shape[-1] else None,
     )
 
 
@@ -435,8 +444,18 @@ def train(args: Args) -> dict:
     net, ckpt = resumed or (PolicyNet(args.hidden), {})
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
+    critic = None
+    if args.oracle_critic:
+        critic = OracleCritic(net.hidden)
+        if "critic" in ckpt:
+            critic.load_state_dict(ckpt["critic"])
+        critic.to(device).train()
+        opt.add_param_group({"params": list(critic.parameters())})
     if "optimizer" in ckpt:
-        opt.load_state_dict(ckpt["optimizer"])
+        if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
+            opt.load_state_dict(ckpt["optimizer"])
+        else:  # the oracle critic switched on or off: its parameters are another group
+            print("optimizer state not resumed: --oracle-critic differs from the checkpoint's")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     run_start = time.perf_counter()
     stage = {
@@ -488,8 +507,10 @@ def train(args: Args) -> dict:
     while num_updates is None or update < num_updates:
         if args.anneal_lr:
             done = progress(update, num_updates, time.perf_counter() - t_start, args.time_limit)
-            opt.param_groups[0]["lr"] = args.lr * (1 - done)
-        r = Rollout(T, B, first_id=env.step_id) if r is None else r.next(T)
+            for group in opt.param_groups:
+                group["lr"] = args.lr * (1 - done)
+        hidden_size = HIDDEN_SIZE if critic is not None else 0
+        r = Rollout(T, B, env.step_id, hidden_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
             o = torch.from_numpy(obs)
@@ -497,6 +518,10 @@ def train(args: Args) -> dict:
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
             with torch.inference_mode():
                 action, logp, value = sample(net, o, m, device)
+                if critic is not None:
+                    h = torch.from_numpy(env.hidden())
+                    r.hidden[t] = h
+                    value = critic(o.to(device), h.to(device)).cpu().numpy()
                 for k, member in enumerate(fixed + pool):
                     rows = np.flatnonzero(player == k)
                     if rows.size and k < len(fixed):
@@ -530,6 +555,7 @@ def train(args: Args) -> dict:
             max_grad_norm=args.max_grad_norm,
             rng=rng,
             bf16=args.bf16,
+            critic=critic,
         )
         clock.lap("update")
         hands_reward = r.rewards[r.dones]
@@ -554,6 +580,7 @@ def train(args: Args) -> dict:
                 "args": dataclasses.asdict(args),
                 "rules": rules.to_record(),
                 "optimizer": opt.state_dict(),
+                **({"critic": critic.state_dict()} if critic is not None else {}),
                 "stages": [
                     *ckpt.get("stages", []),
                     {

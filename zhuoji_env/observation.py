@@ -48,7 +48,8 @@ best_discard        27        with 3k+2 tiles: 1 for the kinds whose discard lea
 ``encode_state`` (for centralised critics and oracle guiding) is seat 0's observation, so its
 seats are absolute, followed by the hidden information: every seat's concealed tiles (4 x 27),
 the kinds of every concealed kong (4 x 27), the live wall as counts (27) and the flip tile the
-wall would turn up now (27).
+wall would turn up now (27). ``encode_hidden`` is that hidden part alone, with the seats
+relative to a given seat, for an oracle critic beside the seat's own observation.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ _ALL_SHAPES = dict(LAYOUT + STATE_EXTRA)
 OBS_SIZE: int = max(s.stop for s in SLICES.values())
 STATE_SLICES: dict[str, slice] = _offsets(LAYOUT + STATE_EXTRA)
 STATE_SIZE: int = max(s.stop for s in STATE_SLICES.values())
+HIDDEN_SIZE: int = STATE_SIZE - OBS_SIZE
+"""Size of :func:`encode_hidden`: the hidden information of ``encode_state``."""
 
 
 def block(obs: np.ndarray, name: str) -> np.ndarray:
@@ -427,18 +430,22 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     return out
 
 
-def encode_state(st: State, g, scores=None, hand_no=None, hands_per_game: int = 1):
-    """Global full-information tensors ``[k, STATE_SIZE]`` of games ``g`` (absolute seats)."""
-    g = np.asarray(g, dtype=np.int64)
+def encode_hidden(st: State, g, seat) -> np.ndarray:
+    """float32 ``[k, HIDDEN_SIZE]``: the ``STATE_EXTRA`` blocks (every seat's concealed tiles
+    and concealed kongs, the live wall, the flip tile) of games ``g`` with seats relative to
+    ``seat`` (0: that seat), as its observation orders them: what an oracle critic adds to the
+    observation of the seat to act. Never part of an observation."""
+    g = np.asarray(g, dtype=np.int64).reshape(-1)
+    seat = np.broadcast_to(np.asarray(seat, dtype=np.int64).reshape(-1), g.shape)
     k, n = g.size, st.num_players
-    base = encode(st, g, np.zeros(k, dtype=np.int64), scores, hand_no, hands_per_game)
-    extra = np.zeros((k, STATE_SIZE - OBS_SIZE), dtype=np.float32)
+    rel = (seat[:, None] + np.arange(n)) % n  # absolute seat at each relative position
+    extra = np.zeros((k, HIDDEN_SIZE), dtype=np.float32)
     ext = _offsets(STATE_EXTRA)
     allh = np.zeros((k, SEATS, NUM_KINDS), dtype=np.float32)
-    allh[:, :n] = st.hand[g]
+    allh[:, :n] = st.hand[g[:, None], rel]
     extra[:, ext["all_hands"]] = allh.reshape(k, -1)
     ck = np.zeros((k, SEATS, NUM_KINDS), dtype=np.float32)
-    ck[:, :n] = st.meld[g] == AN_KONG
+    ck[:, :n] = st.meld[g[:, None], rel] == AN_KONG
     extra[:, ext["all_concealed_kongs"]] = ck.reshape(k, -1)
     idx = np.arange(NUM_TILES)[None, :]
     live = (idx >= st.front[g][:, None]) & (idx <= st.back[g][:, None])
@@ -449,4 +456,12 @@ def encode_state(st: State, g, scores=None, hand_no=None, hands_per_game: int = 
     rows = np.flatnonzero(has)
     flip[rows, st.wall[g[rows], st.front[g[rows]]]] = 1
     extra[:, ext["flip"]] = flip
-    return np.concatenate([base, extra], -1)
+    return extra
+
+
+def encode_state(st: State, g, scores=None, hand_no=None, hands_per_game: int = 1):
+    """Global full-information tensors ``[k, STATE_SIZE]`` of games ``g`` (absolute seats)."""
+    g = np.asarray(g, dtype=np.int64).reshape(-1)
+    zero = np.zeros(g.size, dtype=np.int64)
+    base = encode(st, g, zero, scores, hand_no, hands_per_game)
+    return np.concatenate([base, encode_hidden(st, g, zero)], -1)
