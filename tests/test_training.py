@@ -486,3 +486,34 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 2, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
+
+
+def test_curve_plays_every_checkpoint_of_a_run_and_its_continuation(tmp_path, capsys):
+    from training import curve
+
+    common = dict(
+        num_envs=16, num_steps=32, num_minibatches=2, update_epochs=1, eval_every=0,
+        eval_opponents="", hidden=16, progress=False, save_every=1,
+    )  # fmt: skip
+    first, second = tmp_path / "a", tmp_path / "b"
+    ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 512, out_dir=str(first)))
+    ppo_selfplay.train(
+        ppo_selfplay.Args(
+            **common, total_decisions=3 * 512, out_dir=str(second),
+            resume=str(first / "latest.pt"),
+        )
+    )  # fmt: skip
+    out = tmp_path / "curve.png"
+    argv = [str(second), str(first), "--opponent", "random", "--deals", "2", "--out", str(out)]
+    assert curve.main(argv) == 0
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert [p["decisions"] for p in data["points"]] == [512, 1024, 1536]  # in training order
+    assert out.stat().st_size > 0 and "argmax" in data["points"][0]
+    for bad, message in [
+        ([str(tmp_path)], "no update_<k>.pt checkpoints"),
+        ([str(first), "--opponent", "nosuch"], "unknown agent spec"),
+        ([str(first), "--out", str(tmp_path / "missing" / "c.png")], "is not a folder"),
+    ]:
+        with pytest.raises(SystemExit):
+            curve.main(bad)
+        assert message in capsys.readouterr().err
