@@ -281,16 +281,21 @@ def shipped_policy(name: str) -> Path:
     """The checkpoint file of a shipped policy (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``)."""
     path = POLICY_DIR / f"{name}.pt"
     if not path.is_file():
-        shipped = sorted(p.stem for p in POLICY_DIR.glob("*.pt"))
-        raise ValueError(f"unknown shipped policy {name!r}: the shipped ones are {shipped}")
+        here = sorted(p.stem for p in POLICY_DIR.glob("*.pt"))
+        raise ValueError(
+            f"no shipped policy {name!r} in {POLICY_DIR} (the files there: {here}); the package "
+            "ships ppo-guiyang, ppo-classic and ppo-app: an install without them is incomplete"
+        )
     return path
 
 
 def provenance(name: str) -> dict:
     """A shipped policy's provenance (``NAME.json``): how it was trained (``stages``: command,
     commit, decisions, seconds), the checkpoint's sha256, and its arena tables."""
-    shipped_policy(name)
-    return json.loads((POLICY_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    path = shipped_policy(name).with_suffix(".json")
+    if not path.is_file():
+        raise ValueError(f"shipped policy {name!r} has no provenance file {path}")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def shipped_factory(name: str):

@@ -253,27 +253,45 @@ def test_sb3_vec_env_constructor_seed_is_the_first_resets():
     assert not np.array_equal(first, a.reset())  # later resets draw new matches
 
 
-def test_hidden_is_what_the_seat_to_act_cannot_see():
-    """hidden(): the other seats' concealed tiles in the observer's seat order, the live wall
-    and the flip tile, matching the engine state; the observation itself is unchanged."""
-    from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, STATE_SLICES, block
+@pytest.mark.parametrize("players", [4, 3])
+def test_hidden_is_what_the_seat_to_act_cannot_see(players):
+    """hidden(): every seat's concealed tiles and concealed kongs in the observer's seat order
+    (absent seats zero), the live wall and the flip tile, matching the engine state; asking
+    for it changes nothing the observation says."""
+    from zhuoji_env.engine.state import AN_KONG
+    from zhuoji_env.observation import HIDDEN_SIZE, STATE_SLICES
 
-    env = SelfPlayVecEnv(8, "guiyang", seed=3)
+    rules = {"preset": "guiyang", "overrides": {"num_players": players}}
+    env = SelfPlayVecEnv(16, rules, seed=3)
     with pytest.raises(RuntimeError, match="call reset"):
         env.hidden()
     obs, masks, seats = env.reset(seed=3)
     rng = np.random.default_rng(0)
-    for _ in range(30):
-        obs, masks, seats, *_ = env.step(env.random_actions(rng))
-    hidden = env.hidden()
-    assert hidden.shape == (8, HIDDEN_SIZE) and obs.shape == (8, OBS_SIZE)
-    st = env.game.state
-    full = np.concatenate([obs, hidden], -1)
-    hands = block(full, "all_hands")
-    assert np.array_equal(hands[:, 0], block(obs, "hand"))  # relative seat 0 is the observer
-    for b in range(8):
-        for j in range(4):
-            assert np.array_equal(hands[b, j], st.hand[b, (seats[b] + j) % 4])
-        live = st.wall[b, st.front[b] : st.back[b] + 1]
-        assert np.array_equal(block(full, "live_wall")[b], np.bincount(live, minlength=27))
+    kongs = 0
+    for _ in range(120):
+        # take concealed kongs whenever offered, so that some appear in the hidden part
+        angang = masks[:, A.ANGANG : A.ANGANG + 27]
+        actions = env.random_actions(rng)
+        rows = np.flatnonzero(angang.any(1))
+        actions[rows] = A.ANGANG + angang[rows].argmax(1)
+        obs, masks, seats, *_ = env.step(actions)
+        again = obs.copy()
+        hidden = env.hidden()
+        assert np.array_equal(obs, again)
+        st = env.game.state
+        full = np.concatenate([obs, hidden], -1)
+        hands, concealed = block(full, "all_hands"), block(full, "all_concealed_kongs")
+        assert np.array_equal(hands[:, 0], block(obs, "hand"))  # slot 0 is the observer
+        assert not hands[:, players:].any() and not concealed[:, players:].any()
+        for b in range(16):
+            for j in range(players):
+                seat = (seats[b] + j) % players
+                assert np.array_equal(hands[b, j], st.hand[b, seat])
+                assert np.array_equal(concealed[b, j], st.meld[b, seat] == AN_KONG)
+            live = st.wall[b, st.front[b] : st.back[b] + 1]
+            assert np.array_equal(block(full, "live_wall")[b], np.bincount(live, minlength=27))
+            flip = block(full, "flip")[b]
+            assert flip.sum() == (live.size > 0) and (not live.size or flip[live[0]] == 1)
+        kongs += int(concealed.any(axis=(1, 2)).sum())
+    assert kongs > 0
     assert STATE_SLICES["flip"].stop == OBS_SIZE + HIDDEN_SIZE

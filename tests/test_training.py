@@ -75,6 +75,8 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     # provenance: one stage per run, each with the command that reruns it
     first, second = ckpt["stages"]
     assert (first["decisions"], second["decisions"]) == (2 * 16 * 32, 16 * 32)
+    assert "resumed_from" not in first and second["resumed_from"]["decisions"] == 2 * 16 * 32
+    assert first["rules"] == {"preset": "guiyang", "overrides": {}}
     assert "--resume" not in first["command"] and "--resume" in second["command"]
     assert first["preset"] == "guiyang" and first["seconds"] > 0
     assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", first["commit"])  # the tests run in a checkout
@@ -242,9 +244,16 @@ class _CountingAgent(RandomAgent):
 
 
 def test_pool_agents_play_part_of_the_seats_and_are_not_trained_on(tmp_path):
-    from agents import register_agent
+    from agents import AGENT_FACTORIES, register_agent
 
     register_agent("counting", lambda arg, seed=None, **_: _CountingAgent(seed), replace=True)
+    try:
+        _pool_agents_run(tmp_path)
+    finally:
+        AGENT_FACTORIES.pop("counting")
+
+
+def _pool_agents_run(tmp_path):
     _CountingAgent.calls = 0
     common = dict(
         total_decisions=3 * 16 * 32, num_envs=16, num_steps=32, num_minibatches=2,
@@ -480,8 +489,24 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
     ppo_selfplay.train(ppo_selfplay.Args(**resume))
     assert "optimizer state not resumed" not in capsys.readouterr().out
-    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "total_decisions": 4 * 16 * 32,
-                                            "oracle_critic": False}))  # fmt: skip
+    # without the critic the network's untrained value head would take over: refused
+    no_critic = {**resume, "total_decisions": 4 * 16 * 32, "oracle_critic": False}
+    with pytest.raises(FlagError, match="resume it with --oracle-critic"):
+        ppo_selfplay.train(ppo_selfplay.Args(**no_critic))
+    # a critic of another width is refused before any work
+    with pytest.raises(FlagError, match="not an OracleCritic of width 16"):
+        bad = torch.load(tmp_path / "latest.pt", weights_only=True)
+        bad["critic"]["body.0.weight"] = bad["critic"]["body.0.weight"][:, :10]
+        torch.save(bad, tmp_path / "bad.pt")
+        ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(tmp_path / "bad.pt")}))
+    # a run without a critic resumed with one: a fresh critic, the optimizer state not resumed
+    plain = tmp_path / "plain"
+    ppo_selfplay.train(
+        ppo_selfplay.Args(**{**common, "oracle_critic": False, "out_dir": str(plain)},
+                          total_decisions=16 * 32)
+    )  # fmt: skip
+    capsys.readouterr()
+    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "resume": str(plain / "latest.pt")}))
     assert "optimizer state not resumed" in capsys.readouterr().out
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 2, seed=5, progress=False)

@@ -197,20 +197,22 @@ def command_line(prog: str, args) -> str:
 
 
 def source_commit() -> str | None:
-    """The git commit of this checkout (``+dirty`` when tracked files differ from it), or None
-    outside a git checkout: where a checkpoint's code came from."""
+    """The git commit of this checkout (``+dirty`` when its files differ from it, new ones that
+    git does not ignore included), or None outside a checkout of this repository: where a
+    checkpoint's code came from."""
     root = Path(__file__).resolve().parent.parent
+
+    def git(*words: str) -> str:
+        run = subprocess.run(["git", "-C", str(root), *words], capture_output=True, text=True)
+        if run.returncode:
+            raise OSError(run.stderr)
+        return run.stdout.strip()
+
     try:
-        git = ["git", "-C", str(root)]
-        head = subprocess.run(
-            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
+            return None  # installed inside some other repository: its commit is not ours
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain")  # untracked files that git does not ignore count
+    except OSError:
         return None
     return head + ("+dirty" if dirty else "")

@@ -17,6 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
+from agents import make_agent
 from agents.arena import run_arena
 from agents.ppo import PPOAgent
 from training.cli import FlagError
@@ -99,12 +100,16 @@ def main(argv: list[str] | None = None) -> int:
         seed=a.seed,
     )
     try:
+        shipped = make_agent(SHIPPED, seed=a.seed)  # before training: the package must have it
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:
         out = train(args)
     except FlagError as exc:  # the flags passed on to the trainer, checked before any work
         parser.error(str(exc))
     fresh = PPOAgent.load(out["checkpoint"], seed=a.seed)
     res = run_arena(
-        [SHIPPED, fresh, *BASELINES],
+        [shipped, fresh, *BASELINES],
         a.deals,
         seed=a.seed + 7,
         labels=[SHIPPED, "fresh ppo", *BASELINES],

@@ -212,6 +212,8 @@ def ppo_update(
     variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch. With a
     ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
     the batch's ``hidden``; the network's own value head is left untrained."""
+    if critic is not None and batch.hidden is None:
+        raise ValueError("ppo_update with a critic needs the batch's hidden part (Batch.hidden)")
     n = batch.act.numel()
     if not n:
         return {}

@@ -14,8 +14,9 @@ that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fe
 checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
 status 2 and a message naming it.
 
-Before the first update and every ``--eval-every`` updates the policy plays the arena
-(duplicate deals, every seating) against ``rule`` and ``random``, once sampling its actions and
+Before the first update (of a fresh run) and every ``--eval-every`` updates the policy plays the
+arena (duplicate deals, every seating) against ``--eval-opponents`` (by default ``rule`` and
+``random``), once sampling its actions and
 once taking the argmax, on the same deals; each match-up's margin per hand (policy minus
 opponent) is logged, with its 95% interval, to the console, to TensorBoard (``--tensorboard``)
 and (after updates) to ``metrics.jsonl`` in the run directory, beside the checkpoints
@@ -40,6 +41,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime
+import hashlib
 import json
 import shutil
 import time
@@ -240,7 +242,32 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             resumed = load_checkpoint(args.resume)
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
+        net, ckpt = resumed
+        if args.oracle_critic and "critic" in ckpt:
+            try:
+                OracleCritic(net.hidden).load_state_dict(ckpt["critic"])
+            except (RuntimeError, TypeError) as exc:
+                raise FlagError(
+                    f"--resume {args.resume!r}: its 'critic' is not an OracleCritic of width "
+                    f"{net.hidden} ({str(exc).splitlines()[0]})"
+                ) from None
+        if not args.oracle_critic and "critic" in ckpt:
+            raise FlagError(
+                f"--resume {args.resume!r}: trained with --oracle-critic, whose network's own "
+                "value head was never trained; resume it with --oracle-critic"
+            )
     return rules, resumed, device
+
+
+def resumed_from(path: str, ckpt: dict) -> dict:
+    """Which checkpoint a resumed run started from: its update, decisions and sha256 (``sha``;
+    the file itself may be overwritten by the run)."""
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return {
+        "update": ckpt.get("update", 0),
+        "decisions": ckpt.get("decisions", 0),
+        "sha256": digest,
+    }
 
 
 def planned_updates(args: Args) -> int | None:
@@ -346,7 +373,8 @@ def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.
 
 
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``), then per-seat GAE
+    """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``, ``--kong-shaping``:
+    :func:`~training.learner.potential`), then per-seat GAE
     with ``--gamma`` and ``--gae-lambda``; ``valid`` marks the learner's finished decisions that
     were not trained on in the previous rollout."""
     shaped = r.rewards
@@ -451,17 +479,20 @@ def train(args: Args) -> dict:
             critic.load_state_dict(ckpt["critic"])
         critic.to(device).train()
         opt.add_param_group({"params": list(critic.parameters())})
+    hidden_size = HIDDEN_SIZE if critic is not None else 0
     if "optimizer" in ckpt:
         if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
             opt.load_state_dict(ckpt["optimizer"])
-        else:  # the oracle critic switched on or off: its parameters are another group
-            print("optimizer state not resumed: --oracle-critic differs from the checkpoint's")
+        else:  # the oracle critic switched on: its parameters are another group
+            print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     run_start = time.perf_counter()
     stage = {
         "command": command_line(PROG, args),
         "commit": source_commit(),
         "preset": rules.preset,
+        "rules": rules.to_record(),
+        **({"resumed_from": resumed_from(args.resume, ckpt)} if resumed else {}),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     if args.bc_agent and not resumed:
@@ -488,13 +519,18 @@ def train(args: Args) -> dict:
             pool_seat[games] = np.where(pick, who, -1)
 
     obs, masks, seats = env.reset(seed=args.seed)
+    draw_pool(np.arange(B))
     history, updates = [], []
-    if args.eval_every and args.eval_opponents:  # where the learning curve starts
+    if args.eval_every and args.eval_opponents and not resumed:  # where the curve starts
         net.eval()
         ev = evaluate(net, args, rules, seed=args.seed + 1000)
         net.train()
         history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
         print(f"update {start_update} decisions {decisions:,}: {eval_message(ev)}", flush=True)
+        if writer:
+            for k, v in ev.items():
+                writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
+                writer.add_scalar(f"eval/argmax_margin_vs_{k}", v["argmax_margin"], decisions)
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
@@ -509,7 +545,6 @@ def train(args: Args) -> dict:
             done = progress(update, num_updates, time.perf_counter() - t_start, args.time_limit)
             for group in opt.param_groups:
                 group["lr"] = args.lr * (1 - done)
-        hidden_size = HIDDEN_SIZE if critic is not None else 0
         r = Rollout(T, B, env.step_id, hidden_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):

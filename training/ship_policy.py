@@ -27,6 +27,8 @@ STAGE_KEYS = ("command", "commit", "preset", "decisions", "seconds")
 """What every stage of a provenance says."""
 
 OPPONENTS = ("rule", "greedy", "random")
+PLAYS = [(opp, "") for opp in OPPONENTS] + [("rule", ":greedy")]
+"""The arena tables of a provenance: sampling against each opponent, argmax against rule."""
 
 
 def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
@@ -34,6 +36,8 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
     :data:`STAGE_KEYS`, and their decisions must add up to the checkpoint's."""
     if stages_file:
         stages = json.loads(Path(stages_file).read_text(encoding="utf-8"))
+        if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
+            raise ValueError(f"--stages {stages_file}: must hold a JSON list of objects")
     else:
         stages = ckpt.get("stages")
     if not stages:
@@ -57,8 +61,7 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
 def arena_tables(path: Path, rules: Rules, deals: int, seed: int, workers: int) -> dict:
     """The shipped file's arena results against each opponent (sampling; argmax vs rule)."""
     out = {}
-    plays = [(opp, "") for opp in OPPONENTS] + [("rule", ":greedy")]
-    for opp, option in plays:
+    for opp, option in PLAYS:
         spec = f"ppo:{path}{option}"
         res = run_arena(
             [spec, opp],
@@ -102,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         net, ckpt = load_checkpoint(a.checkpoint)
         stages = read_stages(ckpt, a.stages)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
         parser.error(str(exc))
     rules = Rules.make(ckpt["rules"])
-    if rules.preset != SHIPPED_POLICIES[a.name]:
+    if rules.preset != SHIPPED_POLICIES[a.name] or rules.overrides:
         parser.error(
-            f"{a.checkpoint} was trained under preset {rules.preset!r}; "
-            f"{a.name} is the {SHIPPED_POLICIES[a.name]!r} policy"
+            f"{a.checkpoint} was trained under {rules.to_record()}; {a.name} is the plain "
+            f"{SHIPPED_POLICIES[a.name]!r} preset's policy"
         )
     out_dir = Path(a.out_dir)
     path = out_dir / f"{a.name}.pt"
@@ -125,10 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(sum(float(s["seconds"]) for s in stages), 1),
         "stages": stages,
         "arena": {
-            "command": (
-                f"python -m agents.arena --agents {a.name},OPPONENT --preset {rules.preset} "
-                f"--deals {a.deals} --seed {a.seed} --workers {a.workers}"
-            ),
+            "commands": [
+                f"python -m agents.arena --agents {a.name}{option},{opp} --preset {rules.preset} "
+                f"--deals {a.deals} --seed {a.seed}"
+                for opp, option in PLAYS
+            ],
             "deals": a.deals,
             "seed": a.seed,
             "against": arena,

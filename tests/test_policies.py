@@ -1,0 +1,190 @@
+"""The shipped policies (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``): each loads by name
+everywhere an agent is named, beats ``random`` on a small arena, and its provenance file is
+about that very file and says what the issue asks (how it was trained, its arena tables)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from agents import arena, make_agent, play
+from agents.arena import run_arena
+from agents.ppo import POLICY_DIR, PPOAgent, provenance, shipped_policy
+from agents.registry import SHIPPED_POLICIES
+from zhuoji_env.envs.single import SingleAgentEnv
+
+NAMES = list(SHIPPED_POLICIES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_policy_beats_random_under_its_preset(name):
+    res = run_arena([name, "random"], 40, seed=4242, rules=SHIPPED_POLICIES[name], progress=False)
+    margin, (lo, _) = res.margin(name, "random")
+    assert lo > 0, (name, margin, lo)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_provenance_describes_the_shipped_file(name):
+    path = shipped_policy(name)
+    assert path.stat().st_size < 4e6  # a few MB at most
+    prov = provenance(name)
+    assert prov["name"] == name and prov["preset"] == SHIPPED_POLICIES[name]
+    assert prov["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    stages = prov["stages"]
+    assert stages and sum(s["decisions"] for s in stages) == prov["decisions"] > 0
+    for s in stages:
+        assert s["command"].startswith("python -m training.ppo_selfplay")
+        assert s["commit"] and s["seconds"] > 0 and s["preset"] == prov["preset"]
+    against = prov["arena"]["against"]
+    assert set(against) == {"rule", "greedy", "random"} and prov["arena"]["deals"] >= 2000
+    for opp, plays in against.items():
+        hands = plays["sampling"]["summary"]["agents"]["ppo"]["hands"]
+        # 6 seatings of 2 agents over 4 seats, each agent in 2 seats of every hand
+        assert hands == prov["arena"]["deals"] * 12, opp
+    # the bar of the issue: beats rule under its own preset by >= +1.5, interval above +1.0
+    rule = against["rule"]["sampling"]
+    assert rule["margin"] >= 1.5 and rule["margin_ci95"][0] > 1.0, rule
+    assert "argmax" in against["rule"]
+
+
+def test_shipped_policies_load_with_options_and_refuse_bad_ones():
+    sampling = make_agent("ppo-guiyang", seed=0)
+    argmax = make_agent("ppo-guiyang:greedy:cpu", seed=0)
+    assert isinstance(sampling, PPOAgent) and not sampling.greedy and argmax.greedy
+    for bad, why in [
+        ("ppo-guiyang:fast", "unknown option 'fast'"),
+        ("ppo-guiyang:greedy:greedy", "more than once"),
+        ("ppo-guiyang:cpu:auto", "conflicting options"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            make_agent(bad)
+    with pytest.raises(ValueError, match="no shipped policy .ppo-mine."):
+        shipped_policy("ppo-mine")
+    # the argmax agent is deterministic: the same answers whatever its seed
+    env = SingleAgentEnv(rules="guiyang", opponents=make_agent("random", seed=1))
+    obs, _ = env.reset(seed=3)
+    o, m = obs["observation"][None], obs["action_mask"][None]
+    again = make_agent("ppo-guiyang:greedy", seed=99)
+    assert np.array_equal(argmax.act(o, m), again.act(o, m))
+
+
+def test_shipped_policies_are_package_data_and_not_ignored_by_git():
+    """Every name has both files; git tracks them (a '*.pt' ignore rule once hid them), and
+    setuptools' package-data globs match them."""
+    import fnmatch
+    import re
+    import subprocess
+
+    root = POLICY_DIR.parents[1]
+    text = (root / "pyproject.toml").read_text()
+    section = text.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
+    globs = json.loads(re.search(r"^agents = (\[.*\])$", section, re.M).group(1))
+    for name in NAMES:
+        for suffix in (".pt", ".json"):
+            path = POLICY_DIR / f"{name}{suffix}"
+            assert path.is_file()
+            rel = str(path.relative_to(POLICY_DIR.parent))
+            assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
+            ignored = subprocess.run(
+                ["git", "-C", str(root), "check-ignore", "-q", str(path)], check=False
+            )
+            assert ignored.returncode == 1, f"git ignores {path}"
+
+
+def test_shipped_policy_as_an_environment_opponent():
+    """The opponents' decisions in SingleAgentEnv are the shipped policy's own (argmax play,
+    so each can be checked against a direct call on the same observation)."""
+    opponent = make_agent("ppo-classic:greedy", seed=0)
+    asked: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    act = opponent.act
+
+    def recording_act(obs, mask):
+        out = act(obs, mask)
+        asked.append((obs.copy(), mask.copy(), np.asarray(out).copy()))
+        return out
+
+    opponent.act = recording_act
+    env = SingleAgentEnv(rules="classic", opponents=opponent)
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        action = rng.choice(np.flatnonzero(obs["action_mask"]))
+        obs, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    assert len(asked) >= 3
+    fresh = make_agent("ppo-classic:greedy", seed=1)
+    for o, m, out in asked:
+        assert np.array_equal(fresh.act(o, m), out)
+
+
+def test_shipped_policy_in_the_arena_cli_and_terminal_play(tmp_path, capsys):
+    out = tmp_path / "a.json"
+    assert (
+        arena.main(
+            ["--agents", "ppo-app:greedy,rule", "--deals", "2", "--preset", "app", "--no-progress"]
+            + ["--json", str(out)]
+        )
+        == 0
+    )
+    assert json.loads(out.read_text())["agents"]["ppo-app:greedy"]["hands"] == 2 * 12
+    answers = iter(["quit"])
+    lines: list[str] = []
+    rc = play.main(
+        ["--seed", "1", "--seat", "0", "--opponents", "ppo-guiyang"],
+        lambda p: next(answers),
+        lines.append,
+    )
+    assert rc == 0 and "player_1 ppo-guiyang" in "\n".join(lines)
+
+
+def test_ship_policy_writes_weights_and_provenance_and_refuses_mismatches(tmp_path, capsys):
+    import torch
+
+    from training import ppo_selfplay, ship_policy
+
+    run = tmp_path / "run"
+    ppo_selfplay.train(
+        ppo_selfplay.Args(
+            rules="app", total_decisions=512, num_envs=16, num_steps=32, num_minibatches=2,
+            update_epochs=1, eval_every=0, eval_opponents="", hidden=16, out_dir=str(run),
+            progress=False,
+        )
+    )  # fmt: skip
+    ckpt = str(run / "latest.pt")
+    ship = tmp_path / "ship"
+    common = ["--checkpoint", ckpt, "--deals", "2", "--workers", "1", "--out-dir", str(ship)]
+    with pytest.raises(SystemExit):  # trained under app, not guiyang
+        ship_policy.main([*common, "--name", "ppo-guiyang"])
+    assert "trained under {'preset': 'app'" in capsys.readouterr().err and not ship.exists()
+    assert ship_policy.main([*common, "--name", "ppo-app"]) == 0
+    prov = json.loads((ship / "ppo-app.json").read_text())
+    assert prov["preset"] == "app" and prov["decisions"] == 512
+    assert prov["sha256"] == hashlib.sha256((ship / "ppo-app.pt").read_bytes()).hexdigest()
+    assert "--rules app" in prov["stages"][0]["command"]
+    assert set(prov["arena"]["against"]) == {"rule", "greedy", "random"}
+    assert prov["arena"]["against"]["rule"]["argmax"]["summary"]["agents"]["ppo"]["spec"] == (
+        "ppo-app:greedy"
+    )
+    shipped = torch.load(ship / "ppo-app.pt", weights_only=True)
+    assert "optimizer" not in shipped and shipped["stages"] == prov["stages"]
+    # an older checkpoint without stages needs --stages; stages must add up to its decisions
+    old = torch.load(ckpt, weights_only=True)
+    del old["stages"]
+    torch.save(old, tmp_path / "old.pt")
+    older = ["--checkpoint", str(tmp_path / "old.pt"), "--name", "ppo-app", *common[2:]]
+    with pytest.raises(SystemExit):
+        ship_policy.main(older)
+    assert "give them with --stages FILE" in capsys.readouterr().err
+    stages = tmp_path / "stages.json"
+    stages.write_text(json.dumps([{**prov["stages"][0], "decisions": 100}]))
+    with pytest.raises(SystemExit):
+        ship_policy.main([*older, "--stages", str(stages)])
+    assert "add up to 100 decisions" in capsys.readouterr().err
+    stages.write_text(json.dumps({"not": "a list"}))
+    with pytest.raises(SystemExit):
+        ship_policy.main([*older, "--stages", str(stages)])
+    assert "must hold a JSON list of objects" in capsys.readouterr().err
