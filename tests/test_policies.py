@@ -15,6 +15,7 @@ from agents.arena import run_arena
 from agents.ppo import POLICY_DIR, PPOAgent, provenance, shipped_policy
 from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.envs.single import SingleAgentEnv
+from zhuoji_env.envs.vector import SelfPlayVecEnv
 
 NAMES = list(SHIPPED_POLICIES)
 
@@ -64,11 +65,9 @@ def test_shipped_policies_load_with_options_and_refuse_bad_ones():
     with pytest.raises(ValueError, match="no shipped policy .ppo-mine."):
         shipped_policy("ppo-mine")
     # the argmax agent is deterministic: the same answers whatever its seed
-    env = SingleAgentEnv(rules="guiyang", opponents=make_agent("random", seed=1))
-    obs, _ = env.reset(seed=3)
-    o, m = obs["observation"][None], obs["action_mask"][None]
+    obs, masks, _ = SelfPlayVecEnv(16, "guiyang", seed=3).reset(seed=3)
     again = make_agent("ppo-guiyang:greedy", seed=99)
-    assert np.array_equal(argmax.act(o, m), again.act(o, m))
+    assert np.array_equal(argmax.act(obs, masks), again.act(obs, masks))
 
 
 def test_shipped_policies_are_package_data_and_not_ignored_by_git():
