@@ -2,13 +2,14 @@
 shipped policy, the fresh one and the baselines.
 
 ``python -m training.demo`` trains a policy from scratch by self-play PPO for ``--decisions``
-(about two minutes on two cores; ``--bc-agent rule`` clones ``rule`` first instead), evaluating
+(about four minutes on two cores; small rollouts of 64 games and a high learning rate, so
+that the curve rises within them; ``--bc-agent rule`` clones ``rule`` first), evaluating
 it against ``random`` and ``greedy`` before the first update and along the way (by sampling and
-by argmax). Then the shipped policy of the preset (``ppo-guiyang``, trained for about an hour
-and a quarter, :mod:`agents.ppo`), the fresh policy, ``rule``, ``greedy`` and ``random`` play
-``--deals`` duplicate deals (each rotation of the five over the four seats). It prints the
-arena table and saves ``OUT_DIR/demo.png`` (the learning curve beside the arena's mean score
-per hand with 95% intervals) and ``OUT_DIR/arena.json``. ``--long`` trains fifty times longer.
+by argmax). Then the shipped guiyang policy (``ppo-guiyang``: rule cloning and 75 minutes of
+PPO, :mod:`agents.ppo`) and the fresh one each play ``rule``, ``greedy`` and ``random`` on the
+same ``--deals`` duplicate deals (two agents, every seating). It prints the margins per hand
+with 95% intervals and saves ``OUT_DIR/demo.png`` (the learning curve beside the margins) and
+``OUT_DIR/arena.json``. ``--long`` trains fifty times longer.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 from pathlib import Path
 
 from agents import make_agent
-from agents.arena import run_arena
+from agents.arena import against_each
 from agents.ppo import PPOAgent
 from training.cli import FlagError
 from training.ppo_selfplay import Args, train
@@ -27,9 +28,35 @@ SHIPPED = "ppo-guiyang"
 BASELINES = ["rule", "greedy", "random"]
 
 
-def plot(history: list[dict], summary: dict, path: Path) -> None:
+def arenas(agents: dict, deals: int, seed: int) -> dict:
+    """Each agent against each baseline on the same duplicate deals (two agents, every
+    seating): ``{agent: {baseline: {margin, margin_ci95, summary}}}``."""
+    out = {}
+    for label, agent in agents.items():
+        results = against_each(agent, label, ",".join(BASELINES), deals, seed, "guiyang")
+        out[label] = {}
+        for opp, res in results.items():
+            margin, ci = res.margin(label, opp)
+            out[label][opp] = {"margin": margin, "margin_ci95": ci, "summary": res.summary()}
+    return out
+
+
+def margin_table(arena: dict) -> str:
+    """The arena's margins per hand, one row per agent, one column per baseline."""
+    lines = [f"{'margin per hand':<16}" + "".join(f"{'minus ' + b:>26}" for b in BASELINES)]
+    for label, row in arena.items():
+        cells = "".join(
+            f"{row[b]['margin']:>+10.2f} [{row[b]['margin_ci95'][0]:+.2f}, "
+            f"{row[b]['margin_ci95'][1]:+.2f}]"
+            for b in BASELINES
+        )
+        lines.append(f"{label:<16}{cells}")
+    return "\n".join(lines)
+
+
+def plot(history: list[dict], arena: dict, path: Path) -> None:
     """Left: the fresh policy's margin per hand against each opponent during training (95%
-    intervals). Right: every arena agent's mean score per hand (95% intervals)."""
+    intervals). Right: each policy's margin per hand over each baseline (95% intervals)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,18 +73,22 @@ def plot(history: list[dict], summary: dict, path: Path) -> None:
     left.axhline(0, color="grey", lw=0.8)
     left.set_xlabel("decisions trained (all seats)")
     left.set_ylabel("fresh policy's margin per hand")
-    left.set_title("Self-play PPO from scratch: arena margin while training")
+    left.set_title("Self-play PPO: arena margin while training")
     left.legend()
-    agents = summary["agents"]
-    names = list(agents)
-    means = [agents[a]["mean"] for a in names]
-    errs = [[m - agents[a]["ci95"][0] for a, m in zip(names, means, strict=True)],
-            [agents[a]["ci95"][1] - m for a, m in zip(names, means, strict=True)]]  # fmt: skip
-    right.barh(names, means, xerr=errs, color="tab:blue", alpha=0.7)
+    height = 0.8 / len(arena)
+    for k, (label, row) in enumerate(arena.items()):
+        ys = [i + k * height for i in range(len(BASELINES))]
+        ms = [row[b]["margin"] for b in BASELINES]
+        lo = [m - row[b]["margin_ci95"][0] for b, m in zip(BASELINES, ms, strict=True)]
+        hi = [row[b]["margin_ci95"][1] - m for b, m in zip(BASELINES, ms, strict=True)]
+        errs = [lo, hi]
+        right.barh(ys, ms, height=height, xerr=errs, label=label, alpha=0.8)
+    right.set_yticks([i + 0.4 - height / 2 for i in range(len(BASELINES))], BASELINES)
     right.axvline(0, color="grey", lw=0.8)
     right.invert_yaxis()
-    right.set_xlabel("mean score per hand (95% CI)")
-    right.set_title("Arena: duplicate deals, every rotation")
+    right.set_xlabel("margin per hand over the baseline (95% CI)")
+    right.set_title("Arena: duplicate deals, every seating")
+    right.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -71,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--long", action="store_true", help="train 50x longer")
     parser.add_argument("--deals", type=int, default=300, help="final arena deals")
-    parser.add_argument("--num-envs", type=int, default=256, help="games played in parallel")
+    parser.add_argument("--num-envs", type=int, default=64, help="games played in parallel")
     parser.add_argument(
         "--bc-decisions", type=int, default=100_000, help="decisions of the cloned agent's play"
     )
@@ -88,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         total_decisions=decisions,
         num_envs=a.num_envs,
         num_steps=num_steps,
-        lr=3e-4,
+        lr=1e-3,
         ent_coef=0.01,
+        num_minibatches=4,
         bc_agent=a.bc_agent,
         bc_decisions=a.bc_decisions,
         bc_epochs=4,
@@ -108,19 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     except FlagError as exc:  # the flags passed on to the trainer, checked before any work
         parser.error(str(exc))
     fresh = PPOAgent.load(out["checkpoint"], seed=a.seed)
-    res = run_arena(
-        [shipped, fresh, *BASELINES],
-        a.deals,
-        seed=a.seed + 7,
-        labels=[SHIPPED, "fresh ppo", *BASELINES],
-        seating="rotate",
-    )
-    print()
-    print(res.table())
+    arena = arenas({SHIPPED: shipped, "fresh ppo": fresh}, a.deals, a.seed + 7)
+    print(f"\n{a.deals} duplicate deals, every seating, guiyang:\n{margin_table(arena)}")
     out_dir = Path(a.out_dir)
-    summary = res.summary()
-    plot(out["history"], summary, out_dir / "demo.png")
-    (out_dir / "arena.json").write_text(json.dumps(summary, indent=1))
+    plot(out["history"], arena, out_dir / "demo.png")
+    (out_dir / "arena.json").write_text(json.dumps(arena, indent=1))
     print(
         f"\nlearning curve and arena: {out_dir / 'demo.png'}; arena: {out_dir / 'arena.json'}; "
         f"environment share of training time: {out['env_seconds'] / out['seconds']:.0%}"
