@@ -260,8 +260,8 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
 
 
 def resumed_from(path: str, ckpt: dict) -> dict:
-    """Which checkpoint a resumed run started from: its update, decisions and sha256 (``sha``;
-    the file itself may be overwritten by the run)."""
+    """Which checkpoint a resumed run started from: its update, decisions and sha256 (the
+    file itself may be overwritten by the run)."""
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     return {
         "update": ckpt.get("update", 0),
