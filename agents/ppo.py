@@ -304,6 +304,8 @@ def shipped_factory(name: str):
     def factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
         options = arg.split(":") if arg is not None else []
         check_options(f"{name}:{arg}", options, OPTIONS, exclusive=DEVICES)
-        return _load_with_options(shipped_policy(name), options, seed)
+        agent = _load_with_options(shipped_policy(name), options, seed)
+        agent.name = name  # how tables and the terminal game call it
+        return agent
 
     return factory

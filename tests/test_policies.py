@@ -111,12 +111,12 @@ def test_shipped_policy_as_an_environment_opponent():
 
     opponent.act = recording_act
     env = SingleAgentEnv(rules="classic", opponents=opponent)
-    obs, _ = env.reset(seed=5)
+    env.reset(seed=5)
     rng = np.random.default_rng(0)
     done = False
     while not done:
-        action = rng.choice(np.flatnonzero(obs["action_mask"]))
-        obs, _, terminated, truncated, _ = env.step(action)
+        action = rng.choice(np.flatnonzero(env.action_masks()))
+        _, _, terminated, truncated, _ = env.step(action)
         done = terminated or truncated
     assert len(asked) >= 3
     fresh = make_agent("ppo-classic:greedy", seed=1)
