@@ -18,7 +18,7 @@ RLLIB_VENV  ?= .venv-rllib
 RLLIB_PY    := $(RLLIB_VENV)/bin/python
 RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
 
-.PHONY: venv browser demo test lint format bench clean rllib test-rllib
+.PHONY: venv browser demo scratch test lint format bench clean rllib test-rllib
 
 venv: $(STAMP)
 
@@ -45,6 +45,16 @@ test-rllib: rllib
 
 demo: venv
 	$(PY) -m training.demo
+
+# Learning without a teacher (README, "Trained policies and learning results"): 55 minutes of
+# self-play PPO from scratch on two cores, then the arena against greedy and rule.
+scratch: venv
+	$(PY) -m training.ppo_selfplay --num-envs 128 --lr 5e-4 --num-minibatches 4 \
+		--kong-shaping 0.2 --oracle-critic --pool-size 4 --pool-every 20 --pool-prob 0.2 \
+		--time-limit 55 --eval-every 100 --eval-opponents greedy --save-every 50 --seed 11 \
+		--out-dir runs/scratch
+	$(PY) -m agents.arena --agents ppo:runs/scratch/latest.pt,greedy --deals 2000 --seed 2031
+	$(PY) -m agents.arena --agents ppo:runs/scratch/latest.pt,rule --deals 2000 --seed 2031
 
 # The replay viewer is tested in a real headless Chromium (tests/test_view_browser.py): Debian's
 # package, installed here when missing (as root). Without it that test skips, except under CI=true.

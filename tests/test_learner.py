@@ -289,7 +289,7 @@ def test_ppo_update_logs_means_over_its_minibatches(one_torch_thread):
     assert all(np.isfinite(v) for v in stats.values())
     assert 0 < stats["loss/clipfrac"] < 1  # later minibatches move past the tight clip
     assert 0 < stats["loss/entropy"] <= np.log(86) + 1e-6
-    empty = Batch(*(x[:0] for x in b))
+    empty = Batch(*(None if x is None else x[:0] for x in b))
     assert (
         ppo_update(
             net,
