@@ -20,6 +20,7 @@ imports torch; the registry imports it only when a ``ppo:`` agent is made.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from torch import nn
 from agents.base import Agent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.observation import OBS_SIZE, VERSION
+from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
 DEVICES = ("auto", "cpu", "cuda")
@@ -306,6 +308,16 @@ def shipped_factory(name: str):
         check_options(f"{name}:{arg}", options, OPTIONS, exclusive=DEVICES)
         agent = _load_with_options(shipped_policy(name), options, seed)
         agent.name = name  # how tables and the terminal game call it
+        if rules is not None:
+            trained = provenance(name)["preset"]
+            played = Rules.make(rules)
+            if played.preset != trained or played.overrides:
+                warnings.warn(
+                    f"{name} was trained under the plain {trained!r} preset and is played "
+                    f"under {played.to_record()}: expect weaker play (the presets score "
+                    f"differently); the policy of each preset is ppo-<preset>",
+                    stacklevel=2,
+                )
         return agent
 
     return factory

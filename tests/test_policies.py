@@ -191,3 +191,16 @@ def test_ship_policy_writes_weights_and_provenance_and_refuses_mismatches(tmp_pa
     with pytest.raises(SystemExit):
         ship_policy.main([*older, "--stages", str(stages)])
     assert "must hold a JSON list of objects" in capsys.readouterr().err
+
+
+def test_a_shipped_policy_under_another_preset_warns():
+    import warnings
+
+    with pytest.warns(UserWarning, match="trained under the plain 'guiyang' preset"):
+        make_agent("ppo-guiyang", seed=0, rules="classic")
+    with pytest.warns(UserWarning, match="num_players"):
+        make_agent("ppo-app", rules={"preset": "app", "overrides": {"num_players": 3}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name, preset in SHIPPED_POLICIES.items():
+            make_agent(name, seed=0, rules=preset)
