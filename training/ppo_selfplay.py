@@ -16,13 +16,13 @@ status 2 and a message naming it.
 
 Before the first update (of a fresh run) and every ``--eval-every`` updates the policy plays the
 arena (duplicate deals, every seating) against ``--eval-opponents`` (by default ``rule`` and
-``random``), once sampling its actions and
-once taking the argmax, on the same deals; each match-up's margin per hand (policy minus
-opponent) is logged, with its 95% interval, to the console, to TensorBoard (``--tensorboard``)
-and (after updates) to ``metrics.jsonl`` in the run directory, beside the checkpoints
-(``latest.pt``, ``update_<k>.pt``). Each checkpoint records its provenance in ``stages``: per
-run that led to it (the first, then each ``--resume``), the command that reruns it, the git
-commit, the preset, the decisions trained and the wall seconds (cloning included). ``metrics.jsonl``
+``random``), once sampling its actions and once taking the argmax, on the same deals; each
+match-up's margin per hand (policy minus opponent) is logged, with its 95% interval, to the
+console, to TensorBoard (``--tensorboard``) and (after updates) to ``metrics.jsonl`` in the run
+directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). Each checkpoint records
+its provenance in ``stages``: per run that led to it (the first, then each ``--resume``), the
+command that reruns it, the git commit, the preset, the decisions trained and the wall seconds
+(cloning included). ``metrics.jsonl``
 has one line per update: its ``train`` entry holds the means over the update's minibatches of
 the policy and value losses, entropy, approximate KL and clip fraction, and the explained
 variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
@@ -518,19 +518,24 @@ def train(args: Args) -> dict:
             who = rng.integers(len(fixed) + len(pool), size=(games.size, n))
             pool_seat[games] = np.where(pick, who, -1)
 
-    obs, masks, seats = env.reset(seed=args.seed)
-    draw_pool(np.arange(B))
-    history, updates = [], []
-    if args.eval_every and args.eval_opponents and not resumed:  # where the curve starts
+    def report_eval(label: str) -> dict:
+        """Evaluate the network now; print the result and log it to TensorBoard."""
         net.eval()
         ev = evaluate(net, args, rules, seed=args.seed + 1000)
         net.train()
-        history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
-        print(f"update {start_update} decisions {decisions:,}: {eval_message(ev)}", flush=True)
+        print(f"update {label} decisions {decisions:,}: {eval_message(ev)}", flush=True)
         if writer:
             for k, v in ev.items():
                 writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
                 writer.add_scalar(f"eval/argmax_margin_vs_{k}", v["argmax_margin"], decisions)
+        return ev
+
+    obs, masks, seats = env.reset(seed=args.seed)
+    draw_pool(np.arange(B))
+    history, updates = [], []
+    if args.eval_every and args.eval_opponents and not resumed:  # where the curve starts
+        ev = report_eval(str(start_update))
+        history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
@@ -635,18 +640,9 @@ def train(args: Args) -> dict:
         }
         updates.append(row)
         if (args.eval_every and (update + 1) % args.eval_every == 0) or last:
-            net.eval()
-            ev = evaluate(net, args, rules, seed=args.seed + 1000)
-            net.train()
-            row["eval"] = ev
-            history.append(row)
             of = f"/{num_updates}" if num_updates else ""
-            line = f"update {update + 1}{of} decisions {decisions:,}: {eval_message(ev)}"
-            print(line, flush=True)
-            if writer:
-                for k, v in ev.items():
-                    writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
-                    writer.add_scalar(f"eval/argmax_margin_vs_{k}", v["argmax_margin"], decisions)
+            row["eval"] = report_eval(f"{update + 1}{of}")
+            history.append(row)
         metrics_file.write(json.dumps(row) + "\n")
         metrics_file.flush()
         if bar:
