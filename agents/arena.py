@@ -89,8 +89,17 @@ from zhuoji_env.rules import Rules, parse_switches
 SEATING_MODES = ("permute", "rotate")
 # per (deal, agent) accumulators, in this order
 FIELDS = (
-    "hands", "score", "wins", "self_draws", "deal_ins", "draws", "hu_value", "kongs",
-    "chickens", "dou", "baoting",
+    "hands",
+    "score",
+    "wins",
+    "self_draws",
+    "deal_ins",
+    "draws",
+    "hu_value",
+    "kongs",
+    "chickens",
+    "dou",
+    "baoting",
 )
 _F = {name: i for i, name in enumerate(FIELDS)}
 
@@ -184,8 +193,9 @@ def game_stats(st: State) -> dict[str, np.ndarray]:
         "score": ledger_deltas(st.ledger).astype(np.int64),
         "wins": st.winners.astype(np.int64),
         "self_draws": (st.winners & (end == END_ZIMO)).astype(np.int64),
-        "deal_ins": (((end == END_RON) | (end == END_QIANGGANG)) & (st.turn_seat[:, None] == seats))
-        .astype(np.int64),
+        "deal_ins": (
+            ((end == END_RON) | (end == END_QIANGGANG)) & (st.turn_seat[:, None] == seats)
+        ).astype(np.int64),
         "draws": np.broadcast_to(end == END_DRAW, st.winners.shape).astype(np.int64),
         "hu_value": recv[..., I_HU],
         "kongs": (st.meld >= AN_KONG).sum(-1).astype(np.int64),
@@ -479,13 +489,26 @@ def run_arena(
 
 
 def against_each(
-    agent: Agent, label: str, opponents: str, deals: int, seed: int, rules
+    agent: Agent | str,
+    label: str,
+    opponents: str,
+    deals: int,
+    seed: int,
+    rules,
+    workers: int = 1,
 ) -> dict[str, ArenaResult]:
-    """An arena of ``agent`` (named ``label``) against each of the comma-separated opponent
-    specs, one after the other: ``{spec: result}`` (the trainers' evaluations)."""
+    """An arena of ``agent`` (an agent or a spec, named ``label``) against each of the
+    comma-separated opponent specs, one after the other: ``{spec: result}`` (the trainers'
+    evaluations, learning curves and shipped policies' tables)."""
     return {
         opp: run_arena(
-            [agent, opp], deals, seed=seed, rules=rules, progress=False, labels=[label, opp]
+            [agent, opp],
+            deals,
+            seed=seed,
+            rules=rules,
+            workers=workers,
+            progress=False,
+            labels=[label, opp],
         )
         for opp in [o for o in opponents.split(",") if o]
     }
@@ -533,11 +556,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default="guiyang", help="rules preset (guiyang, classic, app)")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="SWITCH=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="SWITCH=VALUE",
         help="override a rules switch (JSON value), e.g. --set num_players=3; repeatable",
     )
     parser.add_argument(
-        "--seating", default="permute", choices=SEATING_MODES,
+        "--seating",
+        default="permute",
+        choices=SEATING_MODES,
         help="permute: every distinct arrangement of the agents over the seats (default); "
         "rotate: only the cyclic rotations",
     )
@@ -545,7 +573,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--chunk", type=int, default=4096, help="games per batch (default 4096)")
     parser.add_argument(
-        "--plugin", action="append", default=[], metavar="MODULE",
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
         help="import MODULE first (it may call agents.register_agent); repeatable",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -571,8 +602,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rules = Rules.make(args.preset, **parse_switches(args.set))
         result = run_arena(
-            specs, args.deals, args.seed, rules, args.chunk, args.workers,
-            progress=not args.no_progress, seating=args.seating,
+            specs,
+            args.deals,
+            args.seed,
+            rules,
+            args.chunk,
+            args.workers,
+            progress=not args.no_progress,
+            seating=args.seating,
         )
     except ValueError as e:
         parser.error(str(e))

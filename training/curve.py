@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from agents import make_agent
-from agents.arena import run_arena
+from agents.arena import against_each
 from agents.ppo import load_checkpoint
 from zhuoji_env.rules import Rules
 
@@ -40,15 +40,10 @@ def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[
     for decisions, path, rules in points:
         row = {"decisions": decisions, "checkpoint": str(path)}
         for play, option in (("sampling", ""), ("argmax", ":greedy")):
-            res = run_arena(
-                [f"ppo:{path}{option}", opponent],
-                deals,
-                seed=seed,
-                rules=Rules.make(rules),
-                workers=workers,
-                progress=False,
-                labels=["ppo", opponent],
-            )
+            spec = f"ppo:{path}{option}"
+            res = against_each(spec, "ppo", opponent, deals, seed, Rules.make(rules), workers)[
+                opponent
+            ]
             margin, ci = res.margin("ppo", opponent)
             row[play] = {"margin": margin, "margin_ci95": ci}
         print(

@@ -18,7 +18,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from agents.arena import run_arena
+from agents.arena import against_each
 from agents.ppo import POLICY_DIR, load_checkpoint, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.rules import Rules
@@ -62,16 +62,7 @@ def arena_tables(path: Path, rules: Rules, deals: int, seed: int, workers: int) 
     """The shipped file's arena results against each opponent (sampling; argmax vs rule)."""
     out = {}
     for opp, option in PLAYS:
-        spec = f"ppo:{path}{option}"
-        res = run_arena(
-            [spec, opp],
-            deals,
-            seed=seed,
-            rules=rules,
-            workers=workers,
-            progress=False,
-            labels=["ppo", opp],
-        )
+        res = against_each(f"ppo:{path}{option}", "ppo", opp, deals, seed, rules, workers)[opp]
         margin, ci = res.margin("ppo", opp)
         play = "argmax" if option else "sampling"
         summary = res.summary()
