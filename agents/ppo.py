@@ -2,11 +2,13 @@
 
 A checkpoint is a ``torch.save`` dict of plain data and tensors only: ``model`` (the state
 dict), ``hidden`` (layer width), ``obs_size`` and ``obs_version`` (the observation encoding it
-was trained on), and whatever the trainer adds (counters, its flags, ``rules`` in record form,
-the optimizer state). It is read with ``torch.load(..., weights_only=True)``, which refuses to
-run code, and checked before use: a file that is not a checkpoint, is truncated, holds objects
-other than plain data, was trained on another observation size or version, or holds NaN or
-infinite weights raises ``ValueError`` naming the file and what is wrong.
+was trained on: ``zhuoji-obs-v1``, or ``zhuoji-obs-v2``, which the network derives from the
+v1 observation it is given, :func:`net_input`), and whatever the trainer adds (counters, its
+flags, ``rules`` in record form, the optimizer state). It is read with
+``torch.load(..., weights_only=True)``, which refuses to run code, and checked before use:
+a file that is not a checkpoint, is truncated, holds objects other than plain data, was
+trained on another observation size or version, or holds NaN or infinite weights raises
+``ValueError`` naming the file and what is wrong.
 Three trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
 ``ppo-classic``, ``ppo-app``, one per preset, each with a provenance file), named like any
 agent: ``make_agent("ppo-guiyang")``, ``ppo-app:greedy`` (:func:`shipped_factory`).
@@ -29,7 +31,7 @@ from torch import nn
 
 from agents.base import Agent
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.observation import OBS_SIZE, VERSION
+from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
@@ -53,13 +55,18 @@ def resolve_device(name: str) -> torch.device:
 
 
 class PolicyNet(nn.Module):
-    """An MLP with a policy head over the 86 actions and a value head."""
+    """An MLP with a policy head over the 86 actions and a value head, over observations of
+    version ``obs_version`` (:data:`~zhuoji_env.observation.OBS_SIZES`)."""
 
-    def __init__(self, hidden: int = 256):
+    def __init__(self, hidden: int = 256, obs_version: str = VERSION):
         super().__init__()
+        if obs_version not in OBS_SIZES:
+            raise ValueError(f"observation version {obs_version!r}: one of {list(OBS_SIZES)}")
         self.hidden = hidden
+        self.obs_version = obs_version
+        self.in_size = OBS_SIZES[obs_version]
         self.body = nn.Sequential(
-            nn.Linear(OBS_SIZE, hidden),
+            nn.Linear(self.in_size, hidden),
             nn.ReLU(),
             nn.Linear(hidden, hidden),
             nn.ReLU(),
@@ -81,6 +88,12 @@ class PolicyNet(nn.Module):
         return logits, self.v(h).squeeze(-1)
 
 
+def net_input(net: PolicyNet, obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
+    """What ``net`` reads from v1 observations ``[k, OBS_SIZE]``: themselves, or for a v2
+    network with their derived blocks (``table``: the pattern values it was trained under)."""
+    return with_features(obs, table) if net.obs_version == VERSION_V2 else obs
+
+
 def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
     """Write ``net`` and ``extra`` (plain data and tensors only) atomically to ``path``."""
     path = Path(path)
@@ -90,8 +103,8 @@ def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
         {
             "model": net.state_dict(),
             "hidden": int(net.hidden),
-            "obs_size": OBS_SIZE,
-            "obs_version": VERSION,
+            "obs_size": net.in_size,
+            "obs_version": net.obs_version,
             **extra,
         },
         tmp,
@@ -131,10 +144,11 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     where = resolve_device(device)
     path = Path(path)
     ckpt = _read(path)
-    if ckpt.get("obs_version") != VERSION:
+    version = ckpt.get("obs_version")
+    if version not in OBS_SIZES:
         raise ValueError(
-            f"{path}: trained on observations {ckpt.get('obs_version')!r}, "
-            f"this package encodes {VERSION!r}"
+            f"{path}: trained on observations {version!r}, this package reads "
+            f"{' and '.join(map(repr, OBS_SIZES))}"
         )
     state = ckpt["model"]
     if not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -143,11 +157,12 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     if not isinstance(first, torch.Tensor) or first.ndim != 2:
         raise ValueError(f"{path}: the 'model' state dict is not a PolicyNet (no body.0.weight)")
     hidden, obs_size = first.shape
-    if obs_size != OBS_SIZE:
+    if obs_size != OBS_SIZES[version]:
         raise ValueError(
-            f"{path}: trained on observations of size {obs_size}, this package encodes {OBS_SIZE}"
+            f"{path}: trained on observations of size {obs_size}, this package encodes "
+            f"{version} with {OBS_SIZES[version]}"
         )
-    net = PolicyNet(int(hidden))
+    net = PolicyNet(int(hidden), version)
     try:
         net.load_state_dict(state)
     except RuntimeError as exc:
@@ -163,15 +178,17 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
 
 class PPOAgent(Agent):
     """Plays a policy network, on the device its weights are on: samples from its masked
-    policy, or takes its argmax."""
+    policy, or takes its argmax. ``rules`` (what a v2 network's wait values are counted in)
+    are the rules it was trained under; :meth:`load` takes them from the checkpoint."""
 
     name = "ppo"
     uses_torch = True
 
-    def __init__(self, net: PolicyNet, seed=None, greedy: bool = False):
+    def __init__(self, net: PolicyNet, seed=None, greedy: bool = False, rules=None):
         super().__init__(seed)
         self.net = net
         self.greedy = greedy
+        self.table = Rules.make(rules).pattern_table if net.obs_version == VERSION_V2 else None
         self.device = next(net.parameters()).device
         self._gen = self._generator()
 
@@ -186,12 +203,12 @@ class PPOAgent(Agent):
     def load(
         cls, path: str | Path, seed=None, greedy: bool = False, device: str = "cpu"
     ) -> PPOAgent:
-        net, _ = load_checkpoint(path, device)
-        return cls(net, seed=seed, greedy=greedy)
+        net, ckpt = load_checkpoint(path, device)
+        return cls(net, seed=seed, greedy=greedy, rules=ckpt.get("rules"))
 
     @torch.inference_mode()
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        o = torch.from_numpy(obs).to(self.device)
+        o = torch.from_numpy(net_input(self.net, obs, self.table)).to(self.device)
         logits, _ = self.net(o, torch.from_numpy(mask).to(self.device))
         return pick_actions(logits, self.greedy, self._gen)
 

@@ -547,3 +547,50 @@ def test_curve_plays_every_checkpoint_of_a_run_and_its_continuation(tmp_path, ca
         with pytest.raises(SystemExit):
             curve.main(bad)
         assert message in capsys.readouterr().err
+
+
+def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
+    """--features: cloning, the oracle critic and the pool all take v2 inputs; the checkpoint
+    says v2; the agent made from it computes the derived blocks itself (its moves change when
+    they are zeroed), and a resume keeps v2 while --features on a v1 checkpoint is refused."""
+    from agents.ppo import PPOAgent
+    from zhuoji_env import observation
+
+    common = dict(
+        num_envs=16, num_steps=32, num_minibatches=2, update_epochs=1, eval_every=0,
+        eval_opponents="", hidden=16, progress=False, out_dir=str(tmp_path), features=True,
+        oracle_critic=True, bc_agent="rule", bc_decisions=512, bc_epochs=1, pool_size=2,
+        pool_every=1, pool_agents="rule", pool_prob=0.5,
+    )  # fmt: skip
+    ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 16 * 32))
+    net, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert ckpt["obs_version"] == observation.VERSION_V2 == net.obs_version
+    assert ckpt["obs_size"] == OBS_SIZE + observation.FEATURES_SIZE
+    assert ckpt["critic"]["body.0.weight"].shape[1] == ckpt["obs_size"] + observation.HIDDEN_SIZE
+    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
+    del resume["bc_agent"]
+    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "features": False}))
+    assert load_checkpoint(tmp_path / "latest.pt")[0].obs_version == observation.VERSION_V2
+
+    env = SelfPlayVecEnv(64, "guiyang", seed=2)
+    obs, masks, _ = env.reset(seed=2)
+    for _ in range(30):
+        obs, masks, *_ = env.step(env.random_actions(np.random.default_rng(1)))
+    agent = PPOAgent.load(tmp_path / "latest.pt", greedy=True)
+    with torch.no_grad():
+        for p in agent.net.body[0].parameters():  # let the derived blocks dominate
+            p[..., OBS_SIZE:] *= 1000 if p.ndim == 2 else 1
+    moves = agent.act(obs, masks)
+    zeros = np.zeros((64, observation.FEATURES_SIZE), np.float32)
+    with torch.no_grad():  # the same network fed v1 and zeros instead of the derived blocks
+        x = torch.from_numpy(np.concatenate([obs, zeros], -1))
+        plain = agent.net(x, torch.from_numpy(masks))[0].argmax(-1).numpy()
+    assert (moves != plain).any()
+    res = run_arena([agent, "random"], 2, seed=5, progress=False)
+    assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
+
+    v1 = tmp_path / "v1"
+    ppo_selfplay.train(ppo_selfplay.Args(**{**common, "features": False, "bc_agent": "",
+                                            "out_dir": str(v1)}, total_decisions=16 * 32))
+    with pytest.raises(FlagError, match="keeps its observation version; drop --features"):
+        ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v1 / "latest.pt")}))

@@ -153,7 +153,7 @@ class SparseRowsLinear(torch.autograd.Function):
 class Batch(NamedTuple):
     """The learner's decisions of one rollout, flattened: tensors of length N."""
 
-    obs: torch.Tensor  # float32 [N, OBS_SIZE]
+    obs: torch.Tensor  # float32 [N, OBS_SIZE] (or the v2 size: what the network reads)
     mask: torch.Tensor  # bool [N, 86]
     act: torch.Tensor  # int64 [N]
     logp: torch.Tensor  # float32 [N]: log-probability when sampled
@@ -169,10 +169,10 @@ class OracleCritic(nn.Module):
     flip tile): a critic with the full state while the policy has only the observation (oracle
     guiding). It is trained and used for the advantages only, never to choose an action."""
 
-    def __init__(self, hidden: int = 256):
+    def __init__(self, hidden: int = 256, obs_size: int = OBS_SIZE):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Linear(OBS_SIZE + HIDDEN_SIZE, hidden),
+            nn.Linear(obs_size + HIDDEN_SIZE, hidden),
             nn.ReLU(),
             nn.Linear(hidden, hidden),
             nn.ReLU(),
@@ -324,7 +324,7 @@ def behaviour_clone(
     cut = B - max(1, round(B * held_out_share))
 
     def flat(cols):
-        o = torch.from_numpy(demos.obs[:, cols].reshape(-1, OBS_SIZE))
+        o = torch.from_numpy(demos.obs[:, cols].reshape(-1, demos.obs.shape[-1]))
         m = torch.from_numpy(demos.mask[:, cols].reshape(-1, NUM_ACTIONS))
         a = torch.from_numpy(demos.act[:, cols].reshape(-1))
         r = torch.from_numpy(demos.ret[:, cols].reshape(-1))

@@ -53,7 +53,7 @@ import torch
 
 from agents import make_agent
 from agents.arena import against_each
-from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
+from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, net_input, save_checkpoint
 from training.cli import (
     INT_NON_NEGATIVE,
     INT_POSITIVE,
@@ -84,7 +84,7 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2
 from zhuoji_env.rules import Rules
 
 
@@ -132,6 +132,10 @@ class Args:
     policy sees only the observation (--resume loads the checkpoint's critic when it has one)"""
     hidden: int = 256
     """width of the policy MLP (a resumed run keeps its checkpoint's)"""
+    features: bool = False
+    """the network reads zhuoji-obs-v2: the observation and the blocks derived from it (unseen
+    tiles per kind, passports, the value and live count of each wait; observation.features);
+    a resumed run keeps its checkpoint's observation version"""
     seed: int = 1
     """seed of the deals, the network and the sampling"""
     torch_threads: int = 1
@@ -243,9 +247,14 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
         net, ckpt = resumed
+        if args.features and net.obs_version != VERSION_V2:
+            raise FlagError(
+                f"--features: --resume {args.resume!r} was trained on {net.obs_version}, and "
+                "a resumed run keeps its observation version; drop --features"
+            )
         if args.oracle_critic and "critic" in ckpt:
             try:
-                OracleCritic(net.hidden).load_state_dict(ckpt["critic"])
+                OracleCritic(net.hidden, net.in_size).load_state_dict(ckpt["critic"])
             except (RuntimeError, TypeError) as exc:
                 raise FlagError(
                     f"--resume {args.resume!r}: its 'critic' is not an OracleCritic of width "
@@ -293,6 +302,8 @@ def clone_agent(net: PolicyNet, args: Args, rules: Rules) -> dict:
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
     steps = max(1, args.bc_decisions // args.num_envs)
     demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
+    seen = net_input(net, demos.obs.reshape(-1, demos.obs.shape[-1]), rules.pattern_table)
+    demos = demos._replace(obs=seen.reshape(steps, env.num_envs, -1))
     fit = behaviour_clone(net, demos, epochs=args.bc_epochs, vf_coef=args.vf_coef, seed=args.seed)
     print(
         f"behaviour cloning of {args.bc_agent}: {fit['decisions']:,} decisions; held-out games "
@@ -325,10 +336,12 @@ class Rollout:
         "hidden",
     )
 
-    def __init__(self, T: int, B: int, first_id: int = 0, hidden_size: int = 0):
+    def __init__(
+        self, T: int, B: int, first_id: int = 0, hidden_size: int = 0, obs_size: int = OBS_SIZE
+    ):
         self.first_id = first_id
         self.carried = 0
-        self.obs = torch.zeros((T, B, OBS_SIZE))
+        self.obs = torch.zeros((T, B, obs_size))  # what the network read (v1 or v2)
         self.hidden = torch.zeros((T, B, hidden_size))  # for an oracle critic (else size 0)
         self.mask = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
         self.act = torch.zeros((T, B), dtype=torch.long)
@@ -350,7 +363,8 @@ class Rollout:
         rows, B = self.seats.shape
         open_rows = np.flatnonzero((~self.finished).any(1))
         c = min(rows - int(open_rows[0]), T) if open_rows.size else 0
-        out = Rollout(c + T, B, self.first_id + rows - c, self.hidden.shape[-1])
+        hid, width = self.hidden.shape[-1], self.obs.shape[-1]
+        out = Rollout(c + T, B, self.first_id + rows - c, hid, width)
         out.carried = c
         if c:
             for name in self.FIELDS:
@@ -391,7 +405,7 @@ def learner_batch(r: Rollout, adv: np.ndarray, ret: np.ndarray, valid: np.ndarra
     idx = np.flatnonzero(valid.reshape(-1))
     t = torch.from_numpy(idx)
     return Batch(
-        obs=r.obs.reshape(-1, OBS_SIZE)[t],
+        obs=r.obs.reshape(-1, r.obs.shape[-1])[t],
         mask=r.mask.reshape(-1, NUM_ACTIONS)[t],
         act=r.act.reshape(-1)[t],
         logp=r.logp.reshape(-1)[t],
@@ -408,7 +422,7 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     the same deals: {opponent: {...}}."""
     out: dict[str, dict] = {}
     for play, greedy in (("", False), ("argmax_", True)):
-        agent = PPOAgent(net, seed=seed, greedy=greedy)
+        agent = PPOAgent(net, seed=seed, greedy=greedy, rules=rules)
         results = against_each(agent, "ppo", args.eval_opponents, args.eval_deals, seed, rules)
         for opp, res in results.items():
             ppo = res.summary()["agents"]["ppo"]
@@ -469,12 +483,13 @@ def train(args: Args) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed, reward_scale=args.reward_scale)
     n, B, T = rules.num_players, args.num_envs, args.num_steps
-    net, ckpt = resumed or (PolicyNet(args.hidden), {})
+    version = VERSION_V2 if args.features else VERSION
+    net, ckpt = resumed or (PolicyNet(args.hidden, version), {})
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     critic = None
     if args.oracle_critic:
-        critic = OracleCritic(net.hidden)
+        critic = OracleCritic(net.hidden, net.in_size)
         if "critic" in ckpt:
             critic.load_state_dict(ckpt["critic"])
         critic.to(device).train()
@@ -550,10 +565,10 @@ def train(args: Args) -> dict:
             done = progress(update, num_updates, time.perf_counter() - t_start, args.time_limit)
             for group in opt.param_groups:
                 group["lr"] = args.lr * (1 - done)
-        r = Rollout(T, B, env.step_id, hidden_size) if r is None else r.next(T)
+        r = Rollout(T, B, env.step_id, hidden_size, net.in_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
-            o = torch.from_numpy(obs)
+            o = torch.from_numpy(net_input(net, obs, rules.pattern_table))
             m = torch.from_numpy(masks)
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
             with torch.inference_mode():

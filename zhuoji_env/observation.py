@@ -45,6 +45,26 @@ best_discard        27        with 3k+2 tiles: 1 for the kinds whose discard lea
                               shanten
 =================== ========= ==============================================================
 
+**``zhuoji-obs-v2``** is the v1 observation followed by blocks *derived from it alone*
+(:func:`features`, :func:`with_features`): facts a player works out from what is on the table
+that v1 leaves implicit. They add no information, only arithmetic a network would otherwise
+have to learn. The environments always emit v1; a network trained on v2 (its checkpoint says
+so) derives the rest itself, so v1 and v2 policies sit at the same table.
+
+=================== ========= ==============================================================
+block (v2 only)     shape     meaning
+=================== ========= ==============================================================
+unseen              27        copies of each kind the observer has not seen /4 (in other
+                              hands, other seats' concealed kongs, or the wall)
+passport            4         per seat: owns a kong or declared 报听, so it may win a plain
+                              hand on a discard (通行证, RULES.md 5.3)
+wait_value          27        3k+1 tiles: pattern value (RULES.md 5.3) of the win on each
+                              waiting kind; 3k+2: per discard that leaves the hand ready, the
+                              best pattern value among its waits; / the largest pattern value
+live_waits          27        3k+1: unseen copies of each waiting kind /4; 3k+2: per ready
+                              discard, unseen copies of all its waits /16
+=================== ========= ==============================================================
+
 ``encode_state`` (for centralised critics and oracle guiding) is seat 0's observation, so its
 seats are absolute, followed by the hidden information: every seat's concealed tiles (4 x 27),
 the kinds of every concealed kong (4 x 27), the live wall as counts (27) and the flip tile the
@@ -72,6 +92,7 @@ from zhuoji_env.engine.state import (
 from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI
 
 VERSION = "zhuoji-obs-v1"
+VERSION_V2 = "zhuoji-obs-v2"
 SEATS = 4
 RECENT = 6
 
@@ -104,6 +125,12 @@ LAYOUT: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("discard_shanten", (27,)),
     ("best_discard", (27,)),
 )
+FEATURES: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("unseen", (27,)),
+    ("passport", (SEATS,)),
+    ("wait_value", (27,)),
+    ("live_waits", (27,)),
+)
 STATE_EXTRA: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("all_hands", (SEATS, 27)),
     ("all_concealed_kongs", (SEATS, 27)),
@@ -126,6 +153,11 @@ SLICES: dict[str, slice] = _offsets(LAYOUT)
 SHAPES: dict[str, tuple[int, ...]] = dict(LAYOUT)
 _ALL_SHAPES = dict(LAYOUT + STATE_EXTRA)
 OBS_SIZE: int = max(s.stop for s in SLICES.values())
+FEATURE_SLICES: dict[str, slice] = _offsets(FEATURES)
+"""Where each derived block lies in :func:`features` (after ``OBS_SIZE`` in a v2 observation)."""
+FEATURES_SIZE: int = max(s.stop for s in FEATURE_SLICES.values())
+OBS_SIZES: dict[str, int] = {VERSION: OBS_SIZE, VERSION_V2: OBS_SIZE + FEATURES_SIZE}
+"""The length of an observation of each version."""
 STATE_SLICES: dict[str, slice] = _offsets(LAYOUT + STATE_EXTRA)
 STATE_SIZE: int = max(s.stop for s in STATE_SLICES.values())
 HIDDEN_SIZE: int = STATE_SIZE - OBS_SIZE
@@ -133,7 +165,15 @@ HIDDEN_SIZE: int = STATE_SIZE - OBS_SIZE
 
 
 def block(obs: np.ndarray, name: str) -> np.ndarray:
-    """The named block of observations ``[..., OBS_SIZE]``, reshaped to its shape."""
+    """The named block of observations ``[..., OBS_SIZE]`` (v1 or v2, or states
+    ``[..., STATE_SIZE]``), reshaped to its shape."""
+    if name in FEATURE_SLICES:
+        if obs.shape[-1] != OBS_SIZES[VERSION_V2]:
+            raise ValueError(f"block {name!r} is only in {VERSION_V2} observations")
+        sl = FEATURE_SLICES[name]
+        return obs[..., OBS_SIZE + sl.start : OBS_SIZE + sl.stop].reshape(
+            obs.shape[:-1] + FEATURES[[n for n, _ in FEATURES].index(name)][1]
+        )
     sl = (STATE_SLICES if obs.shape[-1] == STATE_SIZE else SLICES)[name]
     return obs[..., sl].reshape(obs.shape[:-1] + _ALL_SHAPES[name])
 
@@ -428,6 +468,60 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     view("shanten")[:] = _SHANTEN_ONEHOT[np.clip(sh + 1, 0, 7)]
     view("discard_shanten")[:], view("best_discard")[:] = dsh, best
     return out
+
+
+def features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
+    """float32 ``[k, FEATURES_SIZE]``: the v2 blocks (module docstring) of v1 observations
+    ``[k, OBS_SIZE]``, derived from them alone; ``table`` is ``Rules.pattern_table`` (the
+    values of the waits)."""
+    obs = np.asarray(obs, dtype=np.float32)
+    if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
+        raise ValueError(f"features need v1 observations [k, {OBS_SIZE}], got {obs.shape}")
+    k = obs.shape[0]
+    out = np.zeros((k, FEATURES_SIZE), dtype=np.float32)
+
+    def view(name):
+        sl = FEATURE_SLICES[name]
+        return out[:, sl].reshape((k,) + dict(FEATURES)[name])
+
+    hand = block(obs, "hand").astype(np.int16)
+    pong, kong = block(obs, "pong"), block(obs, "kong_exposed")
+    own_kong = block(obs, "kong_concealed_own")
+    seen = hand + 3 * pong.sum(1) + 4 * kong.sum(1) + 4 * own_kong + block(obs, "river").sum(1)
+    unseen = (4 - seen).astype(np.int16)
+    view("unseen")[:] = unseen / 4
+    view("passport")[:] = (block(obs, "kong_counts").sum(-1) > 0) | block(obs, "baoting").any(-1)
+    waits = block(obs, "waits") > 0
+    rows = np.flatnonzero(waits.any(-1))
+    if not rows.size:
+        return out
+    mt = (3 * pong[rows, 0] + 4 * kong[rows, 0] + 4 * own_kong[rows]).astype(np.int16)
+    nm = (pong[rows, 0] + kong[rows, 0] + own_kong[rows]).sum(-1).astype(np.int64)
+    c, w = hand[rows], waits[rows]
+    top = max(table["flush"] + table["longqidui"], 2 * table["dandiao"])
+    value, live = view("wait_value"), view("live_waits")
+    one = c.sum(-1) % 3 == 1
+    r, t = np.nonzero(w & one[:, None])  # 3k+1: the waits themselves
+    won = c[r].copy()
+    won[np.arange(r.size), t] += 1
+    value[rows[r], t] = hands.hand_value(won, mt[r], nm[r], table) / top
+    live[rows[r], t] = unseen[rows[r], t] / 4
+    r, t = np.nonzero(w & ~one[:, None])  # 3k+2: each ready discard, then its waits
+    after = c[r].copy()
+    after[np.arange(r.size), t] -= 1
+    i, u = np.nonzero(hands.waits(after, nm[r]) & (after + mt[r] < 4))
+    won = after[i].copy()
+    won[np.arange(i.size), u] += 1
+    v = hands.hand_value(won, mt[r[i]], nm[r[i]], table) / top
+    np.maximum.at(value, (rows[r[i]], t[i]), v.astype(np.float32))
+    np.add.at(live, (rows[r[i]], t[i]), unseen[rows[r[i]], u] / 16)
+    return out
+
+
+def with_features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
+    """v2 observations ``[k, OBS_SIZES[VERSION_V2]]``: v1 observations and their
+    :func:`features`."""
+    return np.concatenate([obs, features(obs, table)], -1)
 
 
 def encode_hidden(st: State, g, seat) -> np.ndarray:
