@@ -10,9 +10,11 @@ once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seat
 by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
 decisions are not trained on. With ``--oracle-critic`` the values come from a separate critic
 that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
-:meth:`SelfPlayVecEnv.hidden`), while the policy still sees only its observation. Every flag is
-checked before any work starts or any folder is made (:func:`check_args`); a bad one exits with
-status 2 and a message naming it.
+:meth:`SelfPlayVecEnv.hidden`), while the policy still sees only its observation. With
+``--features`` the network reads ``zhuoji-obs-v2``, the observation and the blocks derived from
+it (:func:`~zhuoji_env.observation.with_features`); the pool's fixed agents still get v1.
+Every flag is checked before any work starts or any folder is made (:func:`check_args`); a bad
+one exits with status 2 and a message naming it.
 
 Before the first update (of a fresh run) and every ``--eval-every`` updates the policy plays the
 arena (duplicate deals, every seating) against ``--eval-opponents`` (by default ``rule`` and
