@@ -100,10 +100,14 @@ def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, c
     raw = torch.load(ckpt, weights_only=True)
     wide = dict(raw, model=dict(raw["model"], **{"body.0.weight": torch.zeros(8, OBS_SIZE + 5)}))
     torch.save(wide, tmp_path / "wide.pt")
-    with pytest.raises(ValueError, match=f"size {OBS_SIZE + 5}, this package encodes {OBS_SIZE}"):
+    with pytest.raises(ValueError, match=f"size {OBS_SIZE + 5}, .* zhuoji-obs-v1 with {OBS_SIZE}"):
         load_checkpoint(tmp_path / "wide.pt")
+    v2 = dict(raw, obs_version="zhuoji-obs-v2")  # a v1 network under a v2 label
+    torch.save(v2, tmp_path / "v2.pt")
+    with pytest.raises(ValueError, match=f"size {OBS_SIZE}, .* zhuoji-obs-v2 with {OBS_SIZE + 85}"):
+        load_checkpoint(tmp_path / "v2.pt")
     torch.save(dict(raw, obs_version="v0"), tmp_path / "old.pt")
-    with pytest.raises(ValueError, match="trained on observations 'v0'"):
+    with pytest.raises(ValueError, match="'v0', this package reads 'zhuoji-obs-v1' and 'zhu"):
         load_checkpoint(tmp_path / "old.pt")
     bias = raw["model"]["pi.bias"].clone()
     bias[3] = float("nan")
