@@ -461,6 +461,10 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     assert res["per_second"]["wall"] == pytest.approx(64 / wall)
     for p in res["phases"].values():
         assert p["per_second_wall"] == pytest.approx(64 / p["wall"])
+    argv = ["--updates", "1", "--num-envs", "4", "--num-steps", "8", "--features", "--json"]
+    assert bench_learner.main(argv) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["settings"]["features"] is True and res["decisions"] == 32
 
 
 @pytest.mark.skipif(
