@@ -15,8 +15,8 @@ scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
   ``probs``, ``values`` and ``agents`` that the replay viewer shows (:mod:`zhuoji_env.view`).
 
 An agent **has a policy** when it offers ``policy(obs, mask) -> (probs [k, 86], value [k])``
-or holds a torch network ``net`` returning ``(masked logits, value)`` (the PPO agents); its
-value estimate is in the units it was trained on (the PPO scripts' ``reward_scale`` x score).
+(the PPO agents do, whatever observation version their network reads); its value estimate
+is in the units it was trained on (the PPO scripts' ``reward_scale`` x score).
 Observations and masks of every decision are kept (``obs``, ``masks``) for the ablation of
 observation blocks (:func:`block_ablation`) and for asking another agent what it would have done
 (:func:`agreement`).
@@ -54,18 +54,10 @@ def action_kind(a: int) -> str:
 
 def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
     """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``."""
-    if hasattr(agent, "policy"):
-        probs, value = agent.policy(obs, mask)
-        return np.asarray(probs, dtype=np.float64), np.asarray(value, dtype=np.float64)
-    net = getattr(agent, "net", None)
-    if net is None:
+    if not hasattr(agent, "policy"):
         return None
-    import torch
-
-    with torch.no_grad():
-        logits, value = net(torch.from_numpy(obs), torch.from_numpy(mask))
-        probs = torch.softmax(logits, -1)
-    return probs.double().numpy(), value.double().numpy()
+    probs, value = agent.policy(obs, mask)
+    return np.asarray(probs, dtype=np.float64), np.asarray(value, dtype=np.float64)
 
 
 @dataclass

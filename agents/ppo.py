@@ -206,11 +206,20 @@ class PPOAgent(Agent):
         net, ckpt = load_checkpoint(path, device)
         return cls(net, seed=seed, greedy=greedy, rules=ckpt.get("rules"))
 
+    def _forward(self, obs: np.ndarray, mask: np.ndarray):
+        o = torch.from_numpy(net_input(self.net, obs, self.table)).to(self.device)
+        return self.net(o, torch.from_numpy(mask).to(self.device))
+
     @torch.inference_mode()
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        o = torch.from_numpy(net_input(self.net, obs, self.table)).to(self.device)
-        logits, _ = self.net(o, torch.from_numpy(mask).to(self.device))
-        return pick_actions(logits, self.greedy, self._gen)
+        return pick_actions(self._forward(obs, mask)[0], self.greedy, self._gen)
+
+    @torch.inference_mode()
+    def policy(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(probs [k, 86], value [k])`` of v1 observations ``[k, OBS_SIZE]`` and masks (the
+        analysis tools' interface, :mod:`agents.analysis`)."""
+        logits, value = self._forward(obs, mask)
+        return torch.softmax(logits, -1).double().cpu().numpy(), value.double().cpu().numpy()
 
 
 def pick_actions(logits: torch.Tensor, greedy: bool, gen: torch.Generator) -> np.ndarray:

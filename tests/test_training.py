@@ -590,6 +590,12 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
         x = torch.from_numpy(np.concatenate([obs, zeros], -1))
         plain = agent.net(x, torch.from_numpy(masks))[0].argmax(-1).numpy()
     assert (moves != plain).any()
+    from agents.analysis import policy_outputs  # the notebooks' view of a v2 policy
+
+    probs, value = policy_outputs(agent, obs, masks)
+    assert probs.shape == (64, masks.shape[1]) and value.shape == (64,)
+    assert np.allclose(probs.sum(1), 1) and (probs[~masks] == 0).all()
+    assert (probs.argmax(1) == moves).all()
     res = run_arena([agent, "random"], 2, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
 
