@@ -151,13 +151,14 @@ def _offsets(layout) -> dict[str, slice]:
 SLICES: dict[str, slice] = _offsets(LAYOUT)
 """Where each block lies in the flat observation."""
 SHAPES: dict[str, tuple[int, ...]] = dict(LAYOUT)
-_ALL_SHAPES = dict(LAYOUT + STATE_EXTRA)
+_ALL_SHAPES = dict(LAYOUT + STATE_EXTRA + FEATURES)
 OBS_SIZE: int = max(s.stop for s in SLICES.values())
 FEATURE_SLICES: dict[str, slice] = _offsets(FEATURES)
 """Where each derived block lies in :func:`features` (after ``OBS_SIZE`` in a v2 observation)."""
 FEATURES_SIZE: int = max(s.stop for s in FEATURE_SLICES.values())
 OBS_SIZES: dict[str, int] = {VERSION: OBS_SIZE, VERSION_V2: OBS_SIZE + FEATURES_SIZE}
 """The length of an observation of each version."""
+_V2_SLICES = _offsets(LAYOUT + FEATURES)  # v1's blocks where they are in v1, then the derived
 STATE_SLICES: dict[str, slice] = _offsets(LAYOUT + STATE_EXTRA)
 STATE_SIZE: int = max(s.stop for s in STATE_SLICES.values())
 HIDDEN_SIZE: int = STATE_SIZE - OBS_SIZE
@@ -167,14 +168,9 @@ HIDDEN_SIZE: int = STATE_SIZE - OBS_SIZE
 def block(obs: np.ndarray, name: str) -> np.ndarray:
     """The named block of observations ``[..., OBS_SIZE]`` (v1 or v2, or states
     ``[..., STATE_SIZE]``), reshaped to its shape."""
-    if name in FEATURE_SLICES:
-        if obs.shape[-1] != OBS_SIZES[VERSION_V2]:
-            raise ValueError(f"block {name!r} is only in {VERSION_V2} observations")
-        sl = FEATURE_SLICES[name]
-        return obs[..., OBS_SIZE + sl.start : OBS_SIZE + sl.stop].reshape(
-            obs.shape[:-1] + FEATURES[[n for n, _ in FEATURES].index(name)][1]
-        )
-    sl = (STATE_SLICES if obs.shape[-1] == STATE_SIZE else SLICES)[name]
+    if name in FEATURE_SLICES and obs.shape[-1] != OBS_SIZES[VERSION_V2]:
+        raise ValueError(f"block {name!r} is only in {VERSION_V2} observations")
+    sl = (STATE_SLICES if obs.shape[-1] == STATE_SIZE else _V2_SLICES)[name]
     return obs[..., sl].reshape(obs.shape[:-1] + _ALL_SHAPES[name])
 
 
@@ -482,7 +478,7 @@ def features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
 
     def view(name):
         sl = FEATURE_SLICES[name]
-        return out[:, sl].reshape((k,) + dict(FEATURES)[name])
+        return out[:, sl].reshape((k,) + _ALL_SHAPES[name])
 
     hand = block(obs, "hand").astype(np.int16)
     pong, kong = block(obs, "pong"), block(obs, "kong_exposed")
