@@ -91,6 +91,7 @@ bench: venv
 	$(PY) -m zhuoji_env.bench
 	$(PY) -m zhuoji_env.envs.bench
 	$(PY) -m training.bench_learner
+	$(PY) -m training.bench_learner --processes 2
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,7 +1,8 @@
 """Decisions trained per second by ``training.ppo_selfplay``, split by phase.
 
     python -m training.bench_learner [--updates 3] [--num-envs 256] [--num-steps 128]
-                                     [--bf16 | --no-bf16] [--features] [--device cpu] [--json]
+                                     [--bf16 | --no-bf16] [--features] [--processes 1]
+                                     [--device cpu] [--json]
 
 Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
 at the trainer's default learning settings (4 epochs of 8 minibatches, hidden 256, one torch
@@ -10,6 +11,8 @@ and of CPU time (this process): ``env`` (the vector environment's steps), ``infe
 rollout's forward passes, sampling and buffer writes), ``update`` (advantages and the PPO
 update). CPU time is the steadier figure on a machine shared with other work. ``--features``
 measures a network on ``zhuoji-obs-v2`` (its derived blocks are computed in ``inference``).
+``--processes P`` trains data-parallel in P processes (one per core); the phases are the first
+process's, and every process spends them on its own share of the games.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def measure(
     device: str,
     seed: int,
     features: bool = False,
+    processes: int = 1,
 ) -> dict:
     """Train ``updates`` updates and return the decisions and the seconds of each phase."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,6 +53,7 @@ def measure(
                 bf16=bf16,
                 device=device,
                 features=features,
+                processes=processes,
             )
         )
     phases = out["phases"]
@@ -75,19 +80,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-steps", type=int, default=128)
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=Args.bf16)
     p.add_argument("--features", action="store_true", help="a network on zhuoji-obs-v2")
+    p.add_argument("--processes", type=int, default=1, help="data-parallel processes")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON line only")
     a = p.parse_args(argv)
-    if a.updates < 1 or a.num_envs < 1 or a.num_steps < 1:
-        p.error("--updates, --num-envs and --num-steps must be >= 1")
-    res = measure(a.updates, a.num_envs, a.num_steps, a.bf16, a.device, a.seed, a.features)
+    if a.updates < 1 or a.num_envs < 1 or a.num_steps < 1 or a.processes < 1:
+        p.error("--updates, --num-envs, --num-steps and --processes must be >= 1")
+    if a.num_envs % a.processes:
+        p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
+    res = measure(
+        a.updates, a.num_envs, a.num_steps, a.bf16, a.device, a.seed, a.features, a.processes
+    )
     res["settings"] = {
         "updates": a.updates,
         "num_envs": a.num_envs,
         "num_steps": a.num_steps,
         "bf16": a.bf16,
         "features": a.features,
+        "processes": a.processes,
         "device": a.device,
         "torch": torch.__version__,
         "machine": platform.machine(),
@@ -97,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"learner, {a.updates} updates of {a.num_envs} games x {a.num_steps} steps, "
-        f"bf16={a.bf16}, features={a.features}, device={a.device}: {res['decisions']:,} decisions "
+        f"bf16={a.bf16}, features={a.features}, processes={a.processes}, device={a.device}: "
+        f"{res['decisions']:,} decisions "
         f"({res['trained_decisions']:,} trained)"
     )
     print(f"{'phase':<10} {'wall s':>8} {'cpu s':>8} {'dec/s wall':>11} {'dec/s cpu':>10}")

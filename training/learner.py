@@ -98,10 +98,19 @@ def potential(obs: np.ndarray, shaping: float, kong_shaping: float = 0.0) -> np.
     return phi.astype(np.float32)
 
 
-def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
-    """``1 - Var(target - pred) / Var(target)`` (CleanRL's diagnostic; NaN when Var is 0)."""
-    var = np.var(target)
-    return float("nan") if var == 0 else float(1 - np.var(target - pred) / var)
+def explained_variance(
+    pred: np.ndarray, target: np.ndarray, group: ProcessGroup | None = None
+) -> float:
+    """``1 - Var(target - pred) / Var(target)`` (CleanRL's diagnostic; NaN when Var is 0), over
+    the union of the processes' arrays with a ``group``."""
+    if group is None:
+        var = np.var(target)
+        return float("nan") if var == 0 else float(1 - np.var(target - pred) / var)
+    y, d = np.asarray(target, np.float64), np.asarray(target, np.float64) - pred
+    sums = torch.tensor([y.size, y.sum(), (y * y).sum(), d.sum(), (d * d).sum()], dtype=float)
+    n, sy, qy, sd, qd = group.sum(sums).tolist()
+    var = qy / n - (sy / n) ** 2 if n else 0.0
+    return float("nan") if var <= 0 else float(1 - (qd / n - (sd / n) ** 2) / var)
 
 
 def nonzeros_by_row(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -200,6 +209,7 @@ def ppo_update(
     rng: np.random.Generator,
     bf16: bool = False,
     critic: OracleCritic | None = None,
+    group: ProcessGroup | None = None,
 ) -> dict[str, float]:
     """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches, on the device
     of ``net`` (the batch is moved there once). On the CPU the first layer runs on the
@@ -211,11 +221,21 @@ def ppo_update(
     policy loss, value loss, entropy, approximate KL and clip fraction, and the explained
     variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch. With a
     ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
-    the batch's ``hidden``; the network's own value head is left untrained."""
+    the batch's ``hidden``; the network's own value head is left untrained.
+
+    With a ``group`` (:class:`ProcessGroup`) every process of it calls this on its own share of
+    the rollout and they take the same steps: minibatch ``k`` is the union of the processes'
+    ``k``-th minibatches, its advantages are normalised over that union, the loss is its mean
+    over the union (the gradients are summed across the processes) and the statistics are over
+    the whole batch: the update of one process on the union, split across cores."""
     if critic is not None and batch.hidden is None:
         raise ValueError("ppo_update with a critic needs the batch's hidden part (Batch.hidden)")
     n = batch.act.numel()
-    if not n:
+    mb = max(1, n // num_minibatches)
+    steps_per_epoch = n // mb if n else 0
+    if group is not None:  # the same number of steps in every process
+        steps_per_epoch = int(group.min(torch.tensor([steps_per_epoch]))[0])
+    if not steps_per_epoch:
         return {}
     device = next(net.parameters()).device
     b = Batch(*(None if x is None else x.to(device) for x in batch))
@@ -223,52 +243,138 @@ def ppo_update(
     rows = nonzeros_by_row(b.obs) if sparse else None
     full = torch.cat([b.obs, b.hidden], -1) if critic is not None else None
     full_rows = nonzeros_by_row(full) if critic is not None and sparse else None
-    params = [p for group in opt.param_groups for p in group["params"]]
+    params = [p for g in opt.param_groups for p in g["params"]]
     first = net.body[0]
-    mb = max(1, n // num_minibatches)
+    # this process's share of each minibatch's mean (1 alone)
+    share = 1.0 if group is None else mb / float(group.sum(torch.tensor([float(mb)]))[0])
+    perms = [torch.from_numpy(rng.permutation(n)).to(device) for _ in range(epochs)]
+    minibatches = [p[k * mb : (k + 1) * mb] for p in perms for k in range(steps_per_epoch)]
+    moments = None
+    if group is not None:  # each minibatch's advantage count, sum and square sum, in one message
+        adv = b.adv.double()
+        moments = group.sum(torch.stack([_moments(adv[j]) for j in minibatches]))
     steps = []
-    for _ in range(epochs):
-        perm = torch.from_numpy(rng.permutation(n)).to(device)
-        for s in range(0, n - mb + 1, mb):  # whole minibatches only
-            j = perm[s : s + mb]
-            if rows is not None:
-                pre = SparseRowsLinear.apply(rows[0][j], rows[1][j], first.weight, first.bias)
-                logits, value = net.after_first_layer(pre, b.mask[j])
-            else:
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    logits, value = net(b.obs[j], b.mask[j])
-            if full_rows is not None:
-                c = critic.body[0]
-                pre = SparseRowsLinear.apply(full_rows[0][j], full_rows[1][j], c.weight, c.bias)
-                value = critic.after_first_layer(pre)
-            elif critic is not None:
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    value = critic.after_first_layer(critic.body[0](full[j]))
-            logp_all = torch.log_softmax(logits.float(), -1)
-            logp = logp_all.gather(-1, b.act[j, None]).squeeze(-1)
-            log_ratio = logp - b.logp[j]
-            ratio = log_ratio.exp()
-            a = b.adv[j]
-            if mb > 1:
-                a = (a - a.mean()) / (a.std() + 1e-8)
-            pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
-            vloss = 0.5 * ((value.float() - b.ret[j]) ** 2).mean()
-            # softmax, not logp_all.exp(): exp of the masked -1e9 takes a slow path on the CPU
-            ent = -(torch.softmax(logits.float(), -1) * logp_all).sum(-1).mean()  # 0 * -1e9 = 0
-            loss = pg + vf_coef * vloss - ent_coef * ent
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(params, max_grad_norm)
-            opt.step()
-            with torch.no_grad():
-                kl = ((ratio - 1) - log_ratio).mean()
-                clipped = ((ratio - 1).abs() > clip_coef).float().mean()
-                steps.append(torch.stack([pg, vloss, ent, kl, clipped]).detach())
+    for i, j in enumerate(minibatches):  # whole minibatches only
+        if rows is not None:
+            pre = SparseRowsLinear.apply(rows[0][j], rows[1][j], first.weight, first.bias)
+            logits, value = net.after_first_layer(pre, b.mask[j])
+        else:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                logits, value = net(b.obs[j], b.mask[j])
+        if full_rows is not None:
+            c = critic.body[0]
+            pre = SparseRowsLinear.apply(full_rows[0][j], full_rows[1][j], c.weight, c.bias)
+            value = critic.after_first_layer(pre)
+        elif critic is not None:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                value = critic.after_first_layer(critic.body[0](full[j]))
+        logp_all = torch.log_softmax(logits.float(), -1)
+        logp = logp_all.gather(-1, b.act[j, None]).squeeze(-1)
+        log_ratio = logp - b.logp[j]
+        ratio = log_ratio.exp()
+        a = normalised(b.adv[j], None if moments is None else moments[i])
+        pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+        vloss = 0.5 * ((value.float() - b.ret[j]) ** 2).mean()
+        # softmax, not logp_all.exp(): exp of the masked -1e9 takes a slow path on the CPU
+        ent = -(torch.softmax(logits.float(), -1) * logp_all).sum(-1).mean()  # 0 * -1e9 = 0
+        loss = pg + vf_coef * vloss - ent_coef * ent
+        opt.zero_grad()
+        (loss * share).backward()
+        if group is not None:
+            group.sum_gradients(params)
+        nn.utils.clip_grad_norm_(params, max_grad_norm)
+        opt.step()
+        with torch.no_grad():
+            kl = ((ratio - 1) - log_ratio).mean()
+            clipped = ((ratio - 1).abs() > clip_coef).float().mean()
+            steps.append(torch.stack([pg, vloss, ent, kl, clipped]).detach())
     names = ("policy", "value", "entropy", "approx_kl", "clipfrac")
-    means = torch.stack(steps).mean(0).tolist()  # one device sync per update
-    stats = {f"loss/{k}": v for k, v in zip(names, means, strict=True)}
-    stats["loss/explained_variance"] = explained_variance(batch.value.numpy(), batch.ret.numpy())
+    means = torch.stack(steps).mean(0).cpu()  # one device sync per update
+    if group is not None:
+        means = group.sum(means.double() * share).float()
+    stats = {f"loss/{k}": v for k, v in zip(names, means.tolist(), strict=True)}
+    stats["loss/explained_variance"] = explained_variance(
+        batch.value.numpy(), batch.ret.numpy(), group
+    )
     return stats
+
+
+def _moments(x: torch.Tensor) -> torch.Tensor:
+    """``[count, sum, sum of squares]`` of ``x``."""
+    return torch.stack([x.new_tensor(x.numel()), x.sum(), (x * x).sum()])
+
+
+def normalised(adv: torch.Tensor, moments: torch.Tensor | None = None) -> torch.Tensor:
+    """Advantages minus their mean over their standard deviation (``n - 1``; a lone advantage
+    is left as is); with ``moments`` (:func:`_moments` of a larger set, such as the union of
+    the processes' minibatches) the mean and deviation are those of that set."""
+    if moments is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8) if adv.numel() > 1 else adv
+    n, s, q = moments.tolist()
+    if n < 2:
+        return adv
+    mean = s / n
+    var = max(q - s * mean, 0.0) / (n - 1)
+    return (adv - mean) / (var**0.5 + 1e-8)
+
+
+class ProcessGroup:
+    """The processes of a data-parallel update: a torch.distributed (gloo) group, by default
+    the default group, which the caller has initialised. Sums, minima and broadcasts are taken
+    in place and returned."""
+
+    def __init__(self, group=None):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.group = group
+        self.size = dist.get_world_size(group)
+        self.rank = dist.get_rank(group)
+
+    def broadcast(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` as the group's first process has it."""
+        first = 0 if self.group is None else self.dist.get_global_rank(self.group, 0)
+        self.dist.broadcast(t, first, group=self.group)
+        return t
+
+    def broadcast_parameters(self, module: nn.Module) -> None:
+        """Give every process the first process's parameters of ``module``."""
+        for p in module.parameters():
+            self.broadcast(p.data)
+
+    def check_same_parameters(self, module: nn.Module) -> None:
+        """Raise ``RuntimeError`` unless every process holds the same parameters of ``module``
+        (their float64 sums and sums of squares are compared)."""
+        with torch.no_grad():
+            mine = torch.stack(
+                [
+                    sum(p.double().sum() for p in module.parameters()),
+                    sum(p.double().square().sum() for p in module.parameters()),
+                ]
+            )
+        first = self.broadcast(mine.clone())
+        differs = self.sum(torch.tensor([float(not torch.equal(mine, first))]))
+        if differs[0]:
+            raise RuntimeError(
+                f"data-parallel processes drifted apart: {int(differs[0])} of {self.size} hold "
+                "other parameters than process 0"
+            )
+
+    def sum(self, t: torch.Tensor) -> torch.Tensor:
+        self.dist.all_reduce(t, group=self.group)
+        return t
+
+    def min(self, t: torch.Tensor) -> torch.Tensor:
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MIN, group=self.group)
+        return t
+
+    def sum_gradients(self, params: list[torch.Tensor]) -> None:
+        """Sum the gradients of ``params`` across the processes in one message (parameters
+        without a gradient are left out, in every process alike)."""
+        grads = [p.grad for p in params if p.grad is not None]
+        flat = self.sum(torch.cat([g.reshape(-1) for g in grads]))
+        for g, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+            g.copy_(part.view_as(g))
 
 
 class Demonstrations(NamedTuple):

@@ -35,7 +35,12 @@ caps the run too; with neither, 2M decisions. The learning rate decays linearly 
 run's progress, the larger of the share of the decisions trained and of the time budget spent
 (:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
 network runs; ``--bf16`` autocasts the update to bfloat16 (a GPU's gain; slower on CPUs without
-bf16 units, this project's CPU among them).
+bf16 units, this project's CPU among them). ``--processes P`` trains data-parallel on P CPU
+cores: each process plays ``num_envs / P`` of the games, and every minibatch is the union of
+the processes' minibatches, with its advantages normalised over the union and the gradient of
+its mean loss summed across them (:class:`~training.learner.ProcessGroup`, torch.distributed's
+gloo backend). An update is the one-process update, split across cores; the first process
+evaluates, logs and saves, and the processes' parameters are checked equal at every save.
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import multiprocessing as mp
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +84,7 @@ from training.cli import (
 from training.learner import (
     Batch,
     OracleCritic,
+    ProcessGroup,
     behaviour_clone,
     collect_demonstrations,
     potential,
@@ -141,7 +149,12 @@ class Args:
     seed: int = 1
     """seed of the deals, the network and the sampling"""
     torch_threads: int = 1
-    """CPU threads of torch"""
+    """CPU threads of torch (per process)"""
+    processes: int = 1
+    """data-parallel processes, one per core: each plays --num-envs / P of the games and
+    computes its share of every minibatch, and their gradients are summed, so an update is
+    the one process's update split across cores (training.learner.ProcessGroup); process k > 0
+    deals from seed + k * 2**32"""
     pool_size: int = 0
     """past checkpoints kept as opponents (0: pure self-play)"""
     pool_every: int = 10
@@ -212,6 +225,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "hidden": INT_POSITIVE,
             "seed": INT_NON_NEGATIVE,
             "torch_threads": INT_POSITIVE,
+            "processes": INT_POSITIVE,
             "pool_size": INT_NON_NEGATIVE,
             "pool_every": INT_POSITIVE,
             "pool_prob": UNIT,
@@ -223,13 +237,24 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "save_every": INT_NON_NEGATIVE,
         },
     )
-    if args.num_minibatches > args.num_envs * args.num_steps:
+    if args.num_envs % args.processes:
+        raise FlagError(
+            f"--processes {args.processes}: must divide --num-envs {args.num_envs} (each "
+            "process plays an equal share of the games)"
+        )
+    share = args.num_envs // args.processes * args.num_steps
+    if args.num_minibatches > share:
         raise FlagError(
             f"--num-minibatches {args.num_minibatches}: must be at most --num-envs x "
-            f"--num-steps = {args.num_envs * args.num_steps} (the decisions of a rollout)"
+            f"--num-steps / --processes = {share} (the decisions of a rollout, per process)"
         )
     rules = rules_from_flag(args.rules)
     device = device_from_flag(args.device)
+    if args.processes > 1 and device.type != "cpu":
+        raise FlagError(
+            f"--processes {args.processes}: data-parallel processes share the CPU's cores; "
+            f"--device {args.device} resolved to {device.type}, use --device cpu (or one process)"
+        )
     if args.bc_agent:
         check_agent_specs(args.bc_agent, "bc_agent", rules)
         if args.num_envs < 2:
@@ -476,15 +501,100 @@ class PhaseClock:
 def train(args: Args) -> dict:
     """Run the training; returns the evaluations, the per-update statistics and timing.
 
-    Every flag is checked first (:func:`check_args`): nothing is written on a bad one."""
+    Every flag is checked first (:func:`check_args`): nothing is written on a bad one. With
+    ``--processes P > 1`` this process is the first of P (it evaluates, logs and saves) and
+    starts the others (:func:`data_parallel`)."""
     rules, resumed, device = check_args(args)
+    if args.processes == 1:
+        return run(args, rules, resumed, device)
+    return data_parallel(args, rules, resumed, device)
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of data-parallel process ``rank``'s deals and sampling (``seed`` for the first)."""
+    return seed + rank * 2**32
+
+
+def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> dict:
+    """Train in ``args.processes`` processes: this one (rank 0) and new spawned ones, joined
+    in a gloo process group through a file in a temporary folder. A process that fails ends
+    the others' collective calls, and the run raises."""
+    import torch.distributed as dist
+
+    ctx = mp.get_context("spawn")
+    folder = Path(tempfile.mkdtemp(prefix="zhuoji-ppo-"))
+    store = str(folder / "store")
+    others = [
+        ctx.Process(target=_other_process, args=(args, rank, store), daemon=True)
+        for rank in range(1, args.processes)
+    ]
+    for p in others:
+        p.start()
+    error = None
+    try:
+        out = run(args, rules, resumed, device, _join_group(0, args.processes, store))
+    except Exception as exc:  # noqa: BLE001 -- re-raised below, after the others are joined
+        error = exc
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        for p in others:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+        shutil.rmtree(folder, ignore_errors=True)
+    failed = [f"process {k} exit code {p.exitcode}" for k, p in enumerate(others, 1) if p.exitcode]
+    if failed:
+        raise RuntimeError(
+            f"data-parallel training: {'; '.join(failed)} (its traceback is printed above)"
+        ) from error
+    if error is not None:
+        raise error
+    return out
+
+
+def _join_group(rank: int, size: int, store: str) -> ProcessGroup:
+    """Join the processes' group: within 5 minutes (a process that never starts fails the
+    run), then collective calls that wait up to 6 hours (the others wait while the first one
+    clones a teacher or evaluates)."""
+    import torch.distributed as dist
+
+    join = datetime.timedelta(minutes=5)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=rank, world_size=size, timeout=join
+    )
+    return ProcessGroup(dist.new_group(timeout=datetime.timedelta(hours=6)))
+
+
+def _other_process(args: Args, rank: int, store: str) -> None:
+    """Data-parallel process ``rank`` > 0: its share of the rollouts and of every update."""
+    import torch.distributed as dist
+
+    rules, resumed, device = check_args(args)
+    group = _join_group(rank, args.processes, store)
+    try:
+        run(args, rules, resumed, device, group)
+    finally:
+        dist.destroy_process_group()
+
+
+def run(
+    args: Args, rules: Rules, resumed, device: torch.device, group: ProcessGroup | None = None
+) -> dict:
+    """The training loop of one process (of ``group``'s, when given: the first one evaluates,
+    logs, saves and returns the results; the others return ``{}``)."""
+    rank, size = (group.rank, group.size) if group else (0, 1)
+    lead = rank == 0
     torch.set_num_threads(args.torch_threads)
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)  # the same initial network in every process
+    rng = np.random.default_rng(rank_seed(args.seed, rank))
     out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed, reward_scale=args.reward_scale)
-    n, B, T = rules.num_players, args.num_envs, args.num_steps
+    if lead:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    seed = rank_seed(args.seed, rank)
+    B = args.num_envs // size
+    env = SelfPlayVecEnv(B, rules, seed=seed, reward_scale=args.reward_scale)
+    n, T = rules.num_players, args.num_steps
     version = VERSION_V2 if args.features else VERSION
     net, ckpt = resumed or (PolicyNet(args.hidden, version), {})
     net.to(device).train()
@@ -513,19 +623,25 @@ def train(args: Args) -> dict:
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     if args.bc_agent and not resumed:
-        fit = clone_agent(net, args, rules)
-        stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
+        if lead:
+            fit = clone_agent(net, args, rules)
+            stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
+        if group:
+            group.broadcast_parameters(net)
+    if rank:
+        torch.manual_seed(seed)  # its own sampling
     num_updates = planned_updates(args)
     writer = None
-    if args.tensorboard:
+    if args.tensorboard and lead:
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out_dir / "tb"))
-    # a fresh run starts the metrics anew; only --resume continues the file
-    mode = "a" if resumed else "w"
-    metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
+    metrics_file = None
+    if lead:  # a fresh run starts the metrics anew; only --resume continues the file
+        mode = "a" if resumed else "w"
+        metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
 
-    fixed = [make_agent(s, seed=args.seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
+    fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
     pool: list[PolicyNet] = []  # past snapshots of the network
     pool_seat = np.full((B, n), -1)  # member of fixed + pool playing each seat, -1: the learner
 
@@ -547,26 +663,28 @@ def train(args: Args) -> dict:
                 writer.add_scalar(f"eval/argmax_margin_vs_{k}", v["argmax_margin"], decisions)
         return ev
 
-    obs, masks, seats = env.reset(seed=args.seed)
+    obs, masks, seats = env.reset(seed=seed)
     draw_pool(np.arange(B))
     history, updates = [], []
-    if args.eval_every and args.eval_opponents and not resumed:  # where the curve starts
+    if args.eval_every and args.eval_opponents and not resumed and lead:  # where the curve starts
         ev = report_eval(str(start_update))
         history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
     bar = None
-    if args.progress:
+    if args.progress and lead:
         from tqdm import tqdm
 
         bar = tqdm(total=num_updates, initial=start_update, desc="ppo", unit="update")
     update = start_update
     while num_updates is None or update < num_updates:
         if args.anneal_lr:
-            done = progress(update, num_updates, time.perf_counter() - t_start, args.time_limit)
-            for group in opt.param_groups:
-                group["lr"] = args.lr * (1 - done)
+            elapsed = torch.tensor([time.perf_counter() - t_start], dtype=torch.float64)
+            elapsed = group.broadcast(elapsed) if group else elapsed  # the same lr everywhere
+            done = progress(update, num_updates, float(elapsed[0]), args.time_limit)
+            for param_group in opt.param_groups:
+                param_group["lr"] = args.lr * (1 - done)
         r = Rollout(T, B, env.step_id, hidden_size, net.in_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
@@ -598,7 +716,7 @@ def train(args: Args) -> dict:
             if ended.size:
                 draw_pool(ended)
             clock.lap("inference")
-        decisions += B * T
+        decisions += args.num_envs * T
         adv, ret, valid = rollout_advantages(r, args)
         stats = ppo_update(
             net,
@@ -613,13 +731,16 @@ def train(args: Args) -> dict:
             rng=rng,
             bf16=args.bf16,
             critic=critic,
+            group=group,
         )
         clock.lap("update")
         hands_reward = r.rewards[r.dones]
-        stats["train/abs_hand_reward"] = (
-            float(np.abs(hands_reward).mean()) if hands_reward.size else 0.0
+        counts = torch.tensor(
+            [valid.sum(), np.abs(hands_reward).sum(), hands_reward.size], dtype=torch.float64
         )
-        stats["train/trained_decisions"] = int(valid.sum())
+        trained, abs_reward, hands = (group.sum(counts) if group else counts).tolist()
+        stats["train/abs_hand_reward"] = abs_reward / hands if hands else 0.0
+        stats["train/trained_decisions"] = int(trained)
         stats["train/env_time_share"] = clock.wall["env"] / (time.perf_counter() - t_start)
         stats["train/lr"] = opt.param_groups[0]["lr"]
         if writer:
@@ -628,9 +749,19 @@ def train(args: Args) -> dict:
         if args.pool_size and (update + 1) % args.pool_every == 0:
             pool.append(copy.deepcopy(net).eval())  # the network's own width, also on resume
             del pool[: -args.pool_size]
-        out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
-        last = update + 1 == num_updates or bool(out_of_time)
-        if (args.save_every and (update + 1) % args.save_every == 0) or last:
+        out_of_time = bool(args.time_limit) and time.perf_counter() - t_start > 60 * args.time_limit
+        if group:  # the first process's clock ends the run for all
+            out_of_time = bool(group.broadcast(torch.tensor([out_of_time]))[0])
+        last = update + 1 == num_updates or out_of_time
+        saving = (args.save_every and (update + 1) % args.save_every == 0) or last
+        if group and saving:
+            group.check_same_parameters(net)
+        if not lead:
+            if last:
+                break
+            update += 1
+            continue
+        if saving:
             extra = {
                 "update": update + 1,
                 "decisions": decisions,
@@ -656,7 +787,9 @@ def train(args: Args) -> dict:
             "train": stats,
         }
         updates.append(row)
-        if (args.eval_every and (update + 1) % args.eval_every == 0) or last:
+        if args.eval_opponents and (
+            (args.eval_every and (update + 1) % args.eval_every == 0) or last
+        ):
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}")
             history.append(row)
@@ -667,6 +800,8 @@ def train(args: Args) -> dict:
         if last:
             break
         update += 1
+    if not lead:
+        return {}
     if bar:
         bar.close()
     metrics_file.close()

@@ -1,0 +1,182 @@
+"""Data-parallel training (``--processes``): an update split across processes is the one
+process's update on the union of their batches, the processes stay in step, and bad settings
+are refused before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+
+from agents.ppo import PolicyNet, load_checkpoint
+from training.cli import FlagError
+from training.learner import Batch, ProcessGroup, ppo_update
+from training.ppo_selfplay import Args, train
+from zhuoji_env.observation import OBS_SIZE
+
+SIZES = (40, 24)  # unequal shares: each process's part of the mean must be weighted by its size
+SETTINGS = dict(clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
+
+
+def _net_and_batch(n: int) -> tuple[PolicyNet, Batch]:
+    """A small network and a batch of ``n`` decisions with sparse observations, a few legal
+    actions each, and advantages of mean and spread far from 0 and 1."""
+    torch.manual_seed(0)
+    net = PolicyNet(16)
+    rng = np.random.default_rng(0)
+    obs = rng.random((n, OBS_SIZE), dtype=np.float32) * (rng.random((n, OBS_SIZE)) < 0.06)
+    mask = rng.random((n, 86)) < 0.2
+    mask[np.arange(n), rng.integers(86, size=n)] = True
+    act = np.array([rng.choice(np.flatnonzero(m)) for m in mask])
+    obs, mask, act = torch.from_numpy(obs), torch.from_numpy(mask), torch.from_numpy(act)
+    with torch.no_grad():
+        logits, value = net(obs, mask)
+        logp = torch.log_softmax(logits, -1).gather(-1, act[:, None]).squeeze(-1) - 0.05
+    adv = torch.from_numpy(rng.normal(2.0, 3.0, n).astype(np.float32))
+    ret = torch.from_numpy(rng.normal(size=n).astype(np.float32))
+    return net, Batch(obs, mask, act, logp, adv, ret, value)
+
+
+def _update(net: PolicyNet, batch: Batch, seed: int, group=None) -> dict:
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2, eps=1e-5)
+    rng = np.random.default_rng(seed)
+    return ppo_update(
+        net, opt, batch, epochs=3, num_minibatches=1, rng=rng, group=group, **SETTINGS
+    )
+
+
+def _join(rank: int, store: str) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+
+
+def _split_update(rank: int, store: str, out: str) -> None:
+    """Process ``rank`` updates on its share of the batch and saves its network and stats."""
+    _join(rank, store)
+    try:
+        net, b = _net_and_batch(sum(SIZES))
+        lo = sum(SIZES[:rank])
+        part = Batch(*(None if x is None else x[lo : lo + SIZES[rank]] for x in b))
+        stats = _update(net, part, seed=rank, group=ProcessGroup())
+        torch.save({"model": net.state_dict(), "stats": stats}, f"{out}/{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_update_split_across_processes_is_the_update_on_their_union(tmp_path):
+    tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+    net, b = _net_and_batch(sum(SIZES))
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    stats = _update(net, b, seed=0)
+    for rank in range(2):
+        got = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
+        for k, v in net.state_dict().items():
+            assert not torch.equal(v, before[k]) or k.startswith("v."), k  # it learned
+            torch.testing.assert_close(got["model"][k], v, rtol=1e-4, atol=1e-5, msg=k)
+        assert got["stats"] == pytest.approx(stats, rel=1e-4, abs=1e-5)
+
+
+def _drifted(rank: int, store: str, out: str) -> None:
+    """Process 1 nudges one weight; both processes then check that they agree."""
+    _join(rank, store)
+    try:
+        net, _ = _net_and_batch(4)
+        if rank == 1:
+            with torch.no_grad():
+                net.pi.bias[3] += 1e-4
+        try:
+            ProcessGroup().check_same_parameters(net)
+            message = ""
+        except RuntimeError as exc:
+            message = str(exc)
+        (Path(out) / f"{rank}.txt").write_text(message)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_processes_that_drift_apart_are_caught(tmp_path):
+    tmp.spawn(_drifted, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+    for rank in range(2):
+        text = (tmp_path / f"{rank}.txt").read_text()
+        assert "drifted apart: 1 of 2 hold other parameters than process 0" in text
+
+
+def _small(out, **kw) -> Args:
+    base = dict(
+        total_decisions=3 * 8 * 16,
+        num_envs=8,
+        num_steps=16,
+        num_minibatches=2,
+        update_epochs=2,
+        hidden=32,
+        eval_opponents="random",
+        eval_every=0,
+        eval_deals=2,
+        save_every=1,
+        progress=False,
+        out_dir=str(out),
+        seed=5,
+        processes=2,
+        device="cpu",
+    )
+    return Args(**{**base, **kw})
+
+
+def test_two_processes_train_save_and_repeat_themselves(tmp_path, one_torch_thread):
+    a = train(_small(tmp_path / "a"))
+    assert a["decisions"] == 3 * 8 * 16  # both processes' games
+    rows = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert 0 < r["train"]["train/trained_decisions"] <= 8 * 16
+        assert np.isfinite(r["train"]["loss/policy"])
+    assert "random" in rows[-1]["eval"]
+    net, ckpt = load_checkpoint(tmp_path / "a" / "latest.pt")
+    assert ckpt["args"]["processes"] == 2 and "--processes 2" in ckpt["stages"][-1]["command"]
+    train(_small(tmp_path / "b"))
+    _, again = load_checkpoint(tmp_path / "b" / "latest.pt")
+    for k, v in ckpt["model"].items():
+        assert torch.equal(v, again["model"][k]), k  # same seed, same processes: same run
+    one = train(_small(tmp_path / "c", processes=1))
+    assert one["decisions"] == a["decisions"]
+    _, single = load_checkpoint(tmp_path / "c" / "latest.pt")
+    assert not torch.equal(single["model"]["pi.bias"], ckpt["model"]["pi.bias"])  # other deals
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(processes=0), "--processes 0"),
+        (dict(processes=3), "--processes 3: must divide --num-envs 8"),
+        (dict(num_minibatches=65), "--num-minibatches 65: must be at most"),
+    ],
+)
+def test_bad_process_settings_are_refused_before_any_work(tmp_path, kw, message):
+    with pytest.raises(FlagError, match=message):
+        train(_small(tmp_path / "run", **kw))
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without a GPU")
+def test_processes_refuse_a_cuda_device(tmp_path):
+    with pytest.raises(FlagError, match="--device"):
+        train(_small(tmp_path / "run", device="cuda"))
+
+
+def test_bench_learner_measures_two_processes(capsys, one_torch_thread):
+    from training import bench_learner
+
+    argv = ["--updates", "1", "--num-envs", "4", "--num-steps", "8", "--json"]
+    assert bench_learner.main([*argv, "--processes", "2"]) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["settings"]["processes"] == 2 and res["decisions"] == 32
+    assert 0 < res["trained_decisions"] <= 32
+    with pytest.raises(SystemExit) as exc:
+        bench_learner.main([*argv, "--processes", "3"])
+    assert exc.value.code == 2
+    assert "--processes 3 must divide --num-envs 4" in capsys.readouterr().err
