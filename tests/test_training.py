@@ -432,7 +432,7 @@ def test_time_limit_alone_runs_past_the_default_decisions_and_decays_the_lr(tmp_
         eval_opponents="",
         save_every=0,
         out_dir=str(tmp_path),
-        progress=False,
+        progress=True,  # a bar without a total (tqdm's bool() raises on one)
     )
     assert ppo_selfplay.planned_updates(args) is None
     out = ppo_selfplay.train(args)

@@ -795,14 +795,14 @@ def run(
             history.append(row)
         metrics_file.write(json.dumps(row) + "\n")
         metrics_file.flush()
-        if bar:
+        if bar is not None:
             bar.update(1)
         if last:
             break
         update += 1
     if not lead:
         return {}
-    if bar:
+    if bar is not None:
         bar.close()
     metrics_file.close()
     if writer:
