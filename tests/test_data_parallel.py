@@ -20,6 +20,7 @@ from training.ppo_selfplay import Args, train
 from zhuoji_env.observation import OBS_SIZE
 
 SIZES = (40, 24)  # unequal shares: each process's part of the mean must be weighted by its size
+MINIBATCHES = 4  # of 10 + 6 decisions: each minibatch is normalised over its own union
 SETTINGS = dict(clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5)
 
 
@@ -42,11 +43,31 @@ def _net_and_batch(n: int) -> tuple[PolicyNet, Batch]:
     return net, Batch(obs, mask, act, logp, adv, ret, value)
 
 
-def _update(net: PolicyNet, batch: Batch, seed: int, group=None) -> dict:
+class _Interleaved:
+    """Permutations of the union that put process 0's ``k``-th minibatch beside process 1's,
+    each drawn as that process draws its own (``default_rng(rank)``)."""
+
+    def __init__(self):
+        self.rngs = [np.random.default_rng(rank) for rank in range(len(SIZES))]
+
+    def permutation(self, n: int) -> np.ndarray:
+        assert n == sum(SIZES)
+        starts = np.cumsum((0, *SIZES[:-1]))
+        parts = [r.permutation(m) + lo for r, m, lo in zip(self.rngs, SIZES, starts, strict=True)]
+        mbs = [m // MINIBATCHES for m in SIZES]
+        return np.concatenate(
+            [
+                p[k * mb : (k + 1) * mb]
+                for k in range(MINIBATCHES)
+                for p, mb in zip(parts, mbs, strict=True)
+            ]
+        )
+
+
+def _update(net: PolicyNet, batch: Batch, rng, group=None) -> dict:
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, eps=1e-5)
-    rng = np.random.default_rng(seed)
     return ppo_update(
-        net, opt, batch, epochs=3, num_minibatches=1, rng=rng, group=group, **SETTINGS
+        net, opt, batch, epochs=3, num_minibatches=MINIBATCHES, rng=rng, group=group, **SETTINGS
     )
 
 
@@ -62,7 +83,7 @@ def _split_update(rank: int, store: str, out: str) -> None:
         net, b = _net_and_batch(sum(SIZES))
         lo = sum(SIZES[:rank])
         part = Batch(*(None if x is None else x[lo : lo + SIZES[rank]] for x in b))
-        stats = _update(net, part, seed=rank, group=ProcessGroup())
+        stats = _update(net, part, np.random.default_rng(rank), group=ProcessGroup())
         torch.save({"model": net.state_dict(), "stats": stats}, f"{out}/{rank}.pt")
     finally:
         dist.destroy_process_group()
@@ -72,7 +93,7 @@ def test_update_split_across_processes_is_the_update_on_their_union(tmp_path):
     tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
     net, b = _net_and_batch(sum(SIZES))
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    stats = _update(net, b, seed=0)
+    stats = _update(net, b, _Interleaved())
     for rank in range(2):
         got = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
         for k, v in net.state_dict().items():
@@ -162,10 +183,13 @@ def test_bad_process_settings_are_refused_before_any_work(tmp_path, kw, message)
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without a GPU")
-def test_processes_refuse_a_cuda_device(tmp_path):
-    with pytest.raises(FlagError, match="--device"):
+def test_processes_refuse_a_cuda_device(tmp_path, monkeypatch):
+    from training import ppo_selfplay
+
+    monkeypatch.setattr(ppo_selfplay, "device_from_flag", lambda flag: torch.device("cuda"))
+    with pytest.raises(FlagError, match="data-parallel processes share the CPU's cores"):
         train(_small(tmp_path / "run", device="cuda"))
+    assert not (tmp_path / "run").exists()
 
 
 def test_bench_learner_measures_two_processes(capsys, one_torch_thread):

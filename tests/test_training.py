@@ -600,7 +600,11 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
     assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
 
     v1 = tmp_path / "v1"
-    ppo_selfplay.train(ppo_selfplay.Args(**{**common, "features": False, "bc_agent": "",
-                                            "out_dir": str(v1)}, total_decisions=16 * 32))
+    ppo_selfplay.train(
+        ppo_selfplay.Args(
+            **{**common, "features": False, "bc_agent": "", "out_dir": str(v1)},
+            total_decisions=16 * 32,
+        )
+    )
     with pytest.raises(FlagError, match="keeps its observation version; drop --features"):
         ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v1 / "latest.pt")}))

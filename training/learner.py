@@ -106,11 +106,14 @@ def explained_variance(
     if group is None:
         var = np.var(target)
         return float("nan") if var == 0 else float(1 - np.var(target - pred) / var)
-    y, d = np.asarray(target, np.float64), np.asarray(target, np.float64) - pred
-    sums = torch.tensor([y.size, y.sum(), (y * y).sum(), d.sum(), (d * d).sum()], dtype=float)
-    n, sy, qy, sd, qd = group.sum(sums).tolist()
-    var = qy / n - (sy / n) ** 2 if n else 0.0
-    return float("nan") if var <= 0 else float(1 - (qd / n - (sd / n) ** 2) / var)
+    y = np.asarray(target, np.float64)
+    d = y - pred
+    n, sy, sd = group.sum(torch.tensor([y.size, y.sum(), d.sum()], dtype=torch.float64)).tolist()
+    if not n:
+        return float("nan")
+    centred = [((y - sy / n) ** 2).sum(), ((d - sd / n) ** 2).sum()]  # no cancellation
+    qy, qd = group.sum(torch.tensor(centred, dtype=torch.float64)).tolist()
+    return float("nan") if qy == 0 else float(1 - qd / qy)
 
 
 def nonzeros_by_row(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,15 +222,18 @@ def ppo_update(
     network's forward and backward run under bfloat16 autocast, while the log-softmax, ratios,
     entropy and losses are computed in float32. Returns the means over all minibatches of the
     policy loss, value loss, entropy, approximate KL and clip fraction, and the explained
-    variance of the batch's values (as CleanRL logs them); ``{}`` for an empty batch. With a
+    variance of the batch's values (as CleanRL logs them); ``{}`` when there are fewer
+    decisions than minibatches (in any process, with a ``group``). With a
     ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
     the batch's ``hidden``; the network's own value head is left untrained.
 
     With a ``group`` (:class:`ProcessGroup`) every process of it calls this on its own share of
-    the rollout and they take the same steps: minibatch ``k`` is the union of the processes'
-    ``k``-th minibatches, its advantages are normalised over that union, the loss is its mean
-    over the union (the gradients are summed across the processes) and the statistics are over
-    the whole batch: the update of one process on the union, split across cores."""
+    the rollout and they take the same steps, as many per epoch as the process with the fewest
+    decisions can fill: minibatch ``k`` is the union of the processes' ``k``-th minibatches
+    (each drawn from its own share), its advantages are normalised over that union, the loss
+    is its mean over the union (the gradients are summed across the processes) and the
+    statistics are over the whole batch: the update of one process on the union, with its
+    minibatches drawn share by share, split across cores."""
     if critic is not None and batch.hidden is None:
         raise ValueError("ppo_update with a critic needs the batch's hidden part (Batch.hidden)")
     n = batch.act.numel()

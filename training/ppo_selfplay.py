@@ -39,7 +39,8 @@ bf16 units, this project's CPU among them). ``--processes P`` trains data-parall
 cores: each process plays ``num_envs / P`` of the games, and every minibatch is the union of
 the processes' minibatches, with its advantages normalised over the union and the gradient of
 its mean loss summed across them (:class:`~training.learner.ProcessGroup`, torch.distributed's
-gloo backend). An update is the one-process update, split across cores; the first process
+gloo backend). An update is the one-process update with its minibatches drawn share by share,
+split across cores; the first process
 evaluates, logs and saves, and the processes' parameters are checked equal at every save.
 """
 
@@ -524,14 +525,12 @@ def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> di
     ctx = mp.get_context("spawn")
     folder = Path(tempfile.mkdtemp(prefix="zhuoji-ppo-"))
     store = str(folder / "store")
-    others = [
-        ctx.Process(target=_other_process, args=(args, rank, store), daemon=True)
-        for rank in range(1, args.processes)
-    ]
-    for p in others:
-        p.start()
+    others: list = []
     error = None
     try:
+        for rank in range(1, args.processes):
+            others.append(ctx.Process(target=_other_process, args=(args, rank, store), daemon=True))
+            others[-1].start()
         out = run(args, rules, resumed, device, _join_group(0, args.processes, store))
     except Exception as exc:  # noqa: BLE001 -- re-raised below, after the others are joined
         error = exc
@@ -545,8 +544,10 @@ def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> di
         shutil.rmtree(folder, ignore_errors=True)
     failed = [f"process {k} exit code {p.exitcode}" for k, p in enumerate(others, 1) if p.exitcode]
     if failed:
+        first = "" if error is None else f"process 0 raised {type(error).__name__}: {error}; "
         raise RuntimeError(
-            f"data-parallel training: {'; '.join(failed)} (its traceback is printed above)"
+            f"data-parallel training failed: {first}{'; '.join(failed)}. One failure ends the "
+            "others' collective calls, so the first traceback printed above is the cause"
         ) from error
     if error is not None:
         raise error
@@ -610,7 +611,7 @@ def run(
     if "optimizer" in ckpt:
         if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
             opt.load_state_dict(ckpt["optimizer"])
-        else:  # the oracle critic switched on: its parameters are another group
+        elif lead:  # the oracle critic switched on: its parameters are another group
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     run_start = time.perf_counter()
@@ -756,6 +757,8 @@ def run(
         saving = (args.save_every and (update + 1) % args.save_every == 0) or last
         if group and saving:
             group.check_same_parameters(net)
+            if critic is not None:
+                group.check_same_parameters(critic)
         if not lead:
             if last:
                 break
@@ -800,6 +803,12 @@ def run(
         if last:
             break
         update += 1
+    phases = clock.phases()
+    if group:  # every process's CPU seconds, so that decisions per CPU second stay honest
+        names = sorted(phases)
+        cpu = group.sum(torch.tensor([phases[k]["cpu"] for k in names], dtype=torch.float64))
+        for k, c in zip(names, cpu.tolist(), strict=True):
+            phases[k]["cpu"] = c
     if not lead:
         return {}
     if bar is not None:
@@ -817,7 +826,7 @@ def run(
         "updates": updates,
         "seconds": total,
         "env_seconds": clock.wall["env"],
-        "phases": clock.phases(),
+        "phases": phases,
         "decisions": decisions,
         "checkpoint": str(out_dir / "latest.pt"),
     }
