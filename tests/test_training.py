@@ -455,7 +455,7 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     )
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert res["decisions"] == 2 * 4 * 8 and 0 < res["trained_decisions"] <= 64
-    assert set(res["phases"]) == {"env", "inference", "update"}
+    assert set(res["phases"]) == {"env", "inference", "update", "other"}
     wall = sum(p["wall"] for p in res["phases"].values())
     assert res["wall_s"] == pytest.approx(wall)
     assert res["per_second"]["wall"] == pytest.approx(64 / wall)

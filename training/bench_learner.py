@@ -7,10 +7,11 @@
 Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
 at the trainer's default learning settings (4 epochs of 8 minibatches, hidden 256, one torch
 thread) and prints, for the whole run and for each phase, the decisions per second of wall time
-and of CPU time: ``env`` (the vector environment's steps), ``inference`` (the
-rollout's forward passes, sampling and buffer writes), ``update`` (advantages and the PPO
-update). CPU time is the steadier figure on a machine shared with other work. ``--features``
-measures a network on ``zhuoji-obs-v2`` (its derived blocks are computed in ``inference``).
+and of CPU time: ``env`` (the vector environment's steps), ``inference`` (the rollout's forward
+passes, sampling and buffer writes), ``update`` (advantages and the PPO update), ``other`` (the
+rest of the loop: logging and a rollout's new buffers). CPU time is the steadier figure on a
+machine shared with other work. ``--features`` measures a network on ``zhuoji-obs-v2`` (its
+derived blocks are computed in ``inference``).
 ``--processes P`` trains data-parallel in P processes (one per core): the wall seconds are the
 first process's (each process spends them on its own share of the games; waiting for the
 others' gradients counts as ``update``), the CPU seconds are summed over the processes.

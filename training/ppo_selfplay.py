@@ -479,15 +479,16 @@ def eval_message(ev: dict) -> str:
 
 class PhaseClock:
     """Wall and CPU seconds (this process) spent in each phase of training: ``lap(name)``
-    charges the time since the previous lap (or :meth:`start`) to ``name``."""
+    charges the time since the previous lap to ``name``; :meth:`start` (of a rollout) charges
+    it to ``other`` (logging, checkpoints, evaluations, the rollout's new buffers)."""
 
     def __init__(self):
-        self.wall: dict[str, float] = {"env": 0.0, "inference": 0.0, "update": 0.0}
+        self.wall = {"env": 0.0, "inference": 0.0, "update": 0.0, "other": 0.0}
         self.cpu = dict(self.wall)
-        self.start()
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
 
     def start(self) -> None:
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        self.lap("other")
 
     def lap(self, name: str) -> None:
         wall, cpu = time.perf_counter(), time.process_time()
