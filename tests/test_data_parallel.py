@@ -169,6 +169,24 @@ def test_two_processes_train_save_and_repeat_themselves(tmp_path, one_torch_thre
     assert not torch.equal(single["model"]["pi.bias"], ckpt["model"]["pi.bias"])  # other deals
 
 
+def _failing_process(args: Args, rank: int, store: str) -> None:
+    """A process that joins the group and then fails, as a bug in its share would."""
+    from training.ppo_selfplay import _join_group
+
+    _join_group(rank, args.processes, store)
+    raise ValueError("planted failure")
+
+
+def test_a_failing_process_stops_the_run_and_is_named(tmp_path, monkeypatch):
+    from training import ppo_selfplay
+
+    monkeypatch.setattr(ppo_selfplay, "_other_process", _failing_process)
+    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+        train(_small(tmp_path / "run"))
+    assert "data-parallel training failed: process 0 raised" in str(exc.value)
+    assert not list((tmp_path / "run").glob("*.pt"))
+
+
 @pytest.mark.parametrize(
     "kw, message",
     [
