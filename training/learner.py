@@ -9,7 +9,6 @@ settlement is credited to each seat's own last decision of the hand (the environ
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -135,8 +134,10 @@ def nonzeros_by_row(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class SparseRowsLinear(torch.autograd.Function):
     """``x @ weight.T + bias`` for an ``x`` given by :func:`nonzeros_by_row`, with the
     gradients of ``weight`` and ``bias``: on the CPU, the first layer of the update's network
-    in about two thirds of the dense time (a sum of weight columns forward, a sparse product
-    of ``x``'s transpose backward). The same sums as the dense layer, in another order."""
+    in about 60% of the dense time (about 6% of an observation is nonzero). Forward it sums
+    weight columns (``embedding_bag``); backward it rebuilds the dense ``x`` by a scatter and
+    takes one matrix product, which beat a sparse product of ``x``'s transpose (its column
+    sort cost more than the product). The same sums as the dense layer, in another order."""
 
     @staticmethod
     def forward(ctx, idx, vals, weight, bias):
@@ -148,18 +149,8 @@ class SparseRowsLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         idx, vals = ctx.saved_tensors
-        n, k = idx.shape
-        flat = vals.reshape(-1)
-        keep = flat.nonzero().squeeze(1)
-        col = idx.reshape(-1)[keep]
-        order = torch.argsort(col, stable=True)
-        crow = torch.zeros(ctx.in_features + 1, dtype=torch.long)
-        crow[1:] = torch.bincount(col, minlength=ctx.in_features).cumsum(0)
-        rows = (keep // k)[order]
-        with warnings.catch_warnings():  # "Sparse CSR tensor support is in beta state"
-            warnings.simplefilter("ignore", UserWarning)
-            xt = torch.sparse_csr_tensor(crow, rows, flat[keep][order], (ctx.in_features, n))
-        return None, None, (xt @ grad).t(), grad.sum(0)
+        x = vals.new_zeros(idx.shape[0], ctx.in_features).scatter_add_(1, idx, vals)
+        return None, None, grad.t() @ x, grad.sum(0)
 
 
 class Batch(NamedTuple):
