@@ -40,8 +40,8 @@ cores: each process plays ``num_envs / P`` of the games, and every minibatch is 
 the processes' minibatches, with its advantages normalised over the union and the gradient of
 its mean loss summed across them (:class:`~training.learner.ProcessGroup`, torch.distributed's
 gloo backend). An update is the one-process update with its minibatches drawn share by share,
-split across cores; the first process
-evaluates, logs and saves, and the processes' parameters are checked equal at every save.
+split across cores; the first process evaluates, logs and saves, and the processes' parameters
+are checked equal at every save.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ class Args:
     processes: int = 1
     """data-parallel processes, one per core: each plays --num-envs / P of the games and
     computes its share of every minibatch, and their gradients are summed, so an update is
-    the one process's update split across cores (training.learner.ProcessGroup); process k > 0
-    deals from seed + k * 2**32"""
+    the one process's update (minibatches drawn share by share) split across cores
+    (training.learner.ProcessGroup); process k > 0 deals from seed + k * 2**32"""
     pool_size: int = 0
     """past checkpoints kept as opponents (0: pure self-play)"""
     pool_every: int = 10
@@ -589,11 +589,11 @@ def run(
     lead = rank == 0
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(args.seed)  # the same initial network in every process
-    rng = np.random.default_rng(rank_seed(args.seed, rank))
+    seed = rank_seed(args.seed, rank)
+    rng = np.random.default_rng(seed)
     out_dir = Path(args.out_dir)
     if lead:
         out_dir.mkdir(parents=True, exist_ok=True)
-    seed = rank_seed(args.seed, rank)
     B = args.num_envs // size
     env = SelfPlayVecEnv(B, rules, seed=seed, reward_scale=args.reward_scale)
     n, T = rules.num_players, args.num_steps
