@@ -80,7 +80,12 @@ def parse_command(text: str, legal: np.ndarray) -> tuple[int | None, str]:
 
 def _render(rules, st, seat, scores, unicode_tiles, hand_no) -> str:
     return render_table(
-        rules, st, 0, scores=scores, hand_no=hand_no, viewer=seat,
+        rules,
+        st,
+        0,
+        scores=scores,
+        hand_no=hand_no,
+        viewer=seat,
         tile_style="unicode" if unicode_tiles else "code",
     )
 
@@ -97,18 +102,20 @@ def _legal_lines(mask: np.ndarray, unicode_tiles: bool) -> str:
 
 def _ledger_lines(result: dict, seat: int, scores: np.ndarray) -> list[str]:
     names = [f"player_{s}" + (" (you)" if s == seat else "") for s in range(len(scores))]
-    lines = [f"Hand over: {result['end']}, winners: "
-             + (", ".join(names[w] for w in result["winners"]) or "nobody")
-             + (f", flip tile {result['flip']}" if result["flip"] else ", no flip")]
+    lines = [
+        f"Hand over: {result['end']}, winners: "
+        + (", ".join(names[w] for w in result["winners"]) or "nobody")
+        + (f", flip tile {result['flip']}" if result["flip"] else ", no flip")
+    ]
     lines.append("Settlement (payer -> payee: amount item):")
     for payer, payee, amount, item in sorted(result["ledger"]):
         lines.append(f"  {names[payer]} -> {names[payee]}: {amount} {item}")
     if not result["ledger"]:
         lines.append("  (no payments)")
-    lines.append("This hand: " + ", ".join(
-        f"{names[s]} {d:+d}" for s, d in enumerate(result["deltas"])))
-    lines.append("Totals:    " + ", ".join(
-        f"{names[s]} {int(t):+d}" for s, t in enumerate(scores)))
+    lines.append(
+        "This hand: " + ", ".join(f"{names[s]} {d:+d}" for s, d in enumerate(result["deltas"]))
+    )
+    lines.append("Totals:    " + ", ".join(f"{names[s]} {int(t):+d}" for s, t in enumerate(scores)))
     return lines
 
 
@@ -153,16 +160,27 @@ def play_hand(
     return result_of(st, 0)
 
 
-def main(argv: Sequence[str] | None = None, ask: Callable[[str], str] | None = None,
-         say: Callable[[str], None] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    ask: Callable[[str], str] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.play", description="Play Zhuoji mahjong against the agents."
     )
     parser.add_argument("--preset", default="guiyang", help="rules preset (guiyang, classic, app)")
-    parser.add_argument("--set", action="append", default=[], metavar="SWITCH=VALUE",
-                        help="override a rules switch (JSON value); repeatable")
-    parser.add_argument("--opponents", default="rule",
-                        help="agent spec for the other seats, or a comma list cycled over them")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SWITCH=VALUE",
+        help="override a rules switch (JSON value); repeatable",
+    )
+    parser.add_argument(
+        "--opponents",
+        default="rule",
+        help="agent spec for the other seats, or a comma list cycled over them",
+    )
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the walls and agents")
     parser.add_argument("--unicode", action="store_true", help="show tiles as mahjong glyphs")
@@ -185,13 +203,16 @@ def main(argv: Sequence[str] | None = None, ask: Callable[[str], str] | None = N
     rng = np.random.default_rng(args.seed)
     scores = np.zeros(n, dtype=np.int64)
     dealer, streak, hand_no = int(rng.integers(n)), 0, 0
-    say(f"You are player_{args.seat}; opponents: "
-        + ", ".join(f"player_{s} {a.name}" for s, a in opponents.items()))
+    say(
+        f"You are player_{args.seat}; opponents: "
+        + ", ".join(f"player_{s} {a.name}" for s, a in opponents.items())
+    )
     while True:
         st = core.deal(rules, rng.permutation(full_set())[None], dealer, streak)
         try:
-            result = play_hand(rules, st, args.seat, opponents, ask, say, scores,
-                               args.unicode, hand_no)
+            result = play_hand(
+                rules, st, args.seat, opponents, ask, say, scores, args.unicode, hand_no
+            )
         except (Quit, EOFError):
             say("Bye.")
             return 0

@@ -168,8 +168,8 @@ class RuleAgent(Agent):
             sp_rd = speed[rd]
             p_win = 1 - np.exp(-draws[rd] * sp_rd / unseen[rd])
             v_win = gain[rd] / np.maximum(sp_rd, 1e-9) + collect[rd]
-            v_ready = self.p_draw * self.not_ready_seats * chajiao[rd] + self.p_other_win * (
-                collect[rd]
+            v_ready = (
+                self.p_draw * self.not_ready_seats * chajiao[rd] + self.p_other_win * (collect[rd])
             )
             best[rd] = p_win * v_win + (1 - p_win) * v_ready
 
@@ -193,9 +193,7 @@ class RuleAgent(Agent):
         fw = self.final_wait
         nr = s > 0
         plain_value = float(tb["pinghu"])
-        best = np.maximum(
-            best, target(s, u_std, plain_value, True, fw["std"], nr)
-        )
+        best = np.maximum(best, target(s, u_std, plain_value, True, fw["std"], nr))
         # 七对
         concealed = nm == 0
         pairs = (h // 2).sum(-1)
@@ -213,9 +211,7 @@ class RuleAgent(Agent):
         live_ok = live > 0
         u_ddz = (live * live_ok * ((h == 2) | (h == 1))).sum(-1)
         sd = d_ddz - 1
-        best = np.maximum(
-            best, target(sd, u_ddz, float(tb["daduizi"]), False, fw["ddz"], sd >= 0)
-        )
+        best = np.maximum(best, target(sd, u_ddz, float(tb["daduizi"]), False, fw["ddz"], sd >= 0))
         # 清一色: the dominant suit's tiles alone
         allt = (h + mt).reshape(m, 3, 9).sum(-1)
         suit = allt.argmax(-1)
@@ -320,42 +316,88 @@ class RuleAgent(Agent):
             is1s = t == YAOJI
             chong = my_chong[r] | (is1s & none_1s_yet[r] & (self.chongfeng > 0))
             river_1s = river_own[r, YAOJI] + is1s
-            add(r, A.DISCARD + t, hh, mt[r], nm[r], passport[r], draws[r], dou[r],
-                chickens(r, hh, mt[r], river_1s, chong, EYE[t]), danger[r, t])
+            add(
+                r,
+                A.DISCARD + t,
+                hh,
+                mt[r],
+                nm[r],
+                passport[r],
+                draws[r],
+                dou[r],
+                chickens(r, hh, mt[r], river_1s, chong, EYE[t]),
+                danger[r, t],
+            )
         # 闷豆
         r, t = np.nonzero(mask[:, A.ANGANG : A.ANGANG + NUM_KINDS])
         if r.size:
             hh = h[r] - 4 * EYE[t]
             mm = mt[r] + 4 * EYE[t]
             late = (drawn[r, t] < 0.5) & discarded[r]
-            add(r, A.ANGANG + t, hh, mm, nm[r] + 1, np.ones(r.size, bool),
-                draws[r] + self.kong_tempo, dou[r] + np.where(late, 0, n_opp[r] * kv[0]),
-                chickens(r, hh, mm, river_own[r, YAOJI], my_chong[r]), np.zeros(r.size))
+            add(
+                r,
+                A.ANGANG + t,
+                hh,
+                mm,
+                nm[r] + 1,
+                np.ones(r.size, bool),
+                draws[r] + self.kong_tempo,
+                dou[r] + np.where(late, 0, n_opp[r] * kv[0]),
+                chickens(r, hh, mm, river_own[r, YAOJI], my_chong[r]),
+                np.zeros(r.size),
+            )
         # 转弯豆 (may be robbed)
         r, t = np.nonzero(mask[:, A.BUGANG : A.BUGANG + NUM_KINDS])
         if r.size:
             hh = h[r] - EYE[t]
             mm = mt[r] + EYE[t]
             late = drawn[r, t] < 0.5
-            add(r, A.BUGANG + t, hh, mm, nm[r], np.ones(r.size, bool),
-                draws[r] + self.kong_tempo, dou[r] + np.where(late, 0, n_opp[r] * kv[1]),
+            add(
+                r,
+                A.BUGANG + t,
+                hh,
+                mm,
+                nm[r],
+                np.ones(r.size, bool),
+                draws[r] + self.kong_tempo,
+                dou[r] + np.where(late, 0, n_opp[r] * kv[1]),
                 chickens(r, hh, mm, river_own[r, YAOJI], my_chong[r]),
-                np.minimum(1.0, 1.5 * danger[r, t]))
+                np.minimum(1.0, 1.5 * danger[r, t]),
+            )
         resp = ph == P_RESPONSE
         # pass
         r = np.flatnonzero(resp)
         if r.size:
-            add(r, np.full(r.size, A.PASS), h[r], mt[r], nm[r], passport[r], draws[r], dou[r],
-                chickens(r, h[r], mt[r], river_own[r, YAOJI], my_chong[r]), np.zeros(r.size))
+            add(
+                r,
+                np.full(r.size, A.PASS),
+                h[r],
+                mt[r],
+                nm[r],
+                passport[r],
+                draws[r],
+                dou[r],
+                chickens(r, h[r], mt[r], river_own[r, YAOJI], my_chong[r]),
+                np.zeros(r.size),
+            )
         # 点豆
         r = np.flatnonzero(resp & mask[:, A.KONG])
         if r.size:
             t = tile[r]
             hh = h[r] - 3 * EYE[t]
             mm = mt[r] + 4 * EYE[t]
-            add(r, np.full(r.size, A.KONG), hh, mm, nm[r] + 1, np.ones(r.size, bool),
-                draws[r] + self.kong_tempo, dou[r] + kv[2],
-                chickens(r, hh, mm, river_own[r, YAOJI], my_chong[r]), np.zeros(r.size))
+            add(
+                r,
+                np.full(r.size, A.KONG),
+                hh,
+                mm,
+                nm[r] + 1,
+                np.ones(r.size, bool),
+                draws[r] + self.kong_tempo,
+                dou[r] + kv[2],
+                chickens(r, hh, mm, river_own[r, YAOJI], my_chong[r]),
+                np.zeros(r.size),
+            )
         # pong, then each discard
         r0 = np.flatnonzero(resp & mask[:, A.PONG])
         if r0.size:
@@ -368,17 +410,31 @@ class RuleAgent(Agent):
             r = r0[i]
             hh = h2[i] - EYE[d]
             mm = mt[r] + 3 * EYE[t0[i]]
-            add(r, np.full(r.size, A.PONG), hh, mm, nm[r] + 1, passport[r], draws[r], dou[r],
+            add(
+                r,
+                np.full(r.size, A.PONG),
+                hh,
+                mm,
+                nm[r] + 1,
+                passport[r],
+                draws[r],
+                dou[r],
                 chickens(r, hh, mm, river_own[r, YAOJI] + (d == YAOJI), my_chong[r], EYE[d])
                 + zr[i],
-                danger[r, d])
+                danger[r, d],
+            )
 
         rows = np.concatenate(rows)
         acts = np.concatenate(acts)
         value, _ = self.evaluate(
-            np.concatenate(hs), np.concatenate(mts), np.concatenate(nms),
-            np.concatenate(pps), live[rows], np.concatenate(dls),
-            np.concatenate(chk) * n_opp[rows] + np.concatenate(dous), n_opp[rows],
+            np.concatenate(hs),
+            np.concatenate(mts),
+            np.concatenate(nms),
+            np.concatenate(pps),
+            live[rows],
+            np.concatenate(dls),
+            np.concatenate(chk) * n_opp[rows] + np.concatenate(dous),
+            n_opp[rows],
         )
         p = np.concatenate(dng)
         # a 热炮 costs one more and voids the kongs made this turn (their payments, at most dou)

@@ -21,7 +21,8 @@ from agents import RandomAgent, make_agent
 from agents.arena import run_arena
 from agents.ppo import PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
-from training.cli import FlagError, field_docs, parse_args
+from training.cli import FlagError, bf16_from_flag, field_docs, parse_args
+from training.learner import fast_bf16
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 
@@ -79,6 +80,7 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     assert first["rules"] == {"preset": "guiyang", "overrides": {}}
     assert "--resume" not in first["command"] and "--resume" in second["command"]
     assert first["preset"] == "guiyang" and first["seconds"] > 0
+    assert first["bf16"] is fast_bf16(torch.device("cpu"))  # --bf16 auto, resolved
     assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", first["commit"])  # the tests run in a checkout
     words = shlex.split(first["command"])
     assert words[:3] == ["python", "-m", "training.ppo_selfplay"]
@@ -207,7 +209,8 @@ def test_help_shows_each_flags_docstring_default_and_the_command(script, capsys)
 
 def test_help_of_a_switch_names_its_default(capsys):
     out = _help(ppo_selfplay, capsys)
-    assert "far slower on CPUs without them (default --no-bf16)" in out
+    assert "critic when it has one) (default --no-oracle-critic)" in out
+    assert "(its decisions or --time-limit) (default --anneal-lr)" in out
     assert "--progress, --no-progress a progress bar of the updates (default --progress)" in out
 
 
@@ -329,6 +332,7 @@ PPO_BAD_FLAGS = [
     (["--resume", "MISSING"], "--resume .*no checkpoint file"),
     (["--total-decisions", "-1"], "--total-decisions -1: must be an integer >= 0"),
     (["--device", "gpu"], "--device 'gpu': device 'gpu': must be one of auto, cpu, cuda"),
+    (["--bf16", "yes"], "--bf16 'yes': must be one of auto, on, off"),
 ]
 NO_CUDA = [(["--device", "cuda"], "--device 'cuda': device 'cuda': torch sees no CUDA device")]
 if not torch.cuda.is_available():
@@ -608,3 +612,16 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
     )
     with pytest.raises(FlagError, match="keeps its observation version; drop --features"):
         ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v1 / "latest.pt")}))
+
+
+def test_bf16_flag_is_on_off_or_auto_where_bfloat16_is_fast(monkeypatch):
+    cpu = torch.device("cpu")
+    assert bf16_from_flag("on", cpu) is True and bf16_from_flag("off", cpu) is False
+    with pytest.raises(FlagError, match="--bf16 'True': must be one of auto, on, off"):
+        bf16_from_flag("True", cpu)
+    for amx, avx in [(False, False), (True, False), (False, True)]:
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda v=amx: v)
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda v=avx: v)
+        assert fast_bf16(cpu) is (amx or avx)
+        assert bf16_from_flag("auto", cpu) is (amx or avx)
+        assert bf16_from_flag("off", cpu) is False

@@ -1,7 +1,7 @@
 """Decisions trained per second by ``training.ppo_selfplay``, split by phase.
 
     python -m training.bench_learner [--updates 3] [--num-envs 256] [--num-steps 128]
-                                     [--bf16 | --no-bf16] [--features] [--processes 1]
+                                     [--bf16 auto|on|off] [--features] [--processes 1]
                                      [--device cpu] [--json]
 
 Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
@@ -26,6 +26,7 @@ import tempfile
 
 import torch
 
+from training.cli import BF16_MODES, bf16_from_flag, device_from_flag
 from training.ppo_selfplay import Args, train
 
 
@@ -33,7 +34,7 @@ def measure(
     updates: int,
     num_envs: int,
     num_steps: int,
-    bf16: bool,
+    bf16: str,
     device: str,
     seed: int,
     features: bool = False,
@@ -64,6 +65,7 @@ def measure(
     d = out["decisions"]
     return {
         "decisions": d,
+        "bf16": bf16_from_flag(bf16, device_from_flag(device)),
         "trained_decisions": sum(u["train"]["train/trained_decisions"] for u in out["updates"]),
         "wall_s": wall,
         "cpu_s": cpu,
@@ -80,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--updates", type=int, default=3)
     p.add_argument("--num-envs", type=int, default=256)
     p.add_argument("--num-steps", type=int, default=128)
-    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=Args.bf16)
+    p.add_argument(
+        "--bf16",
+        choices=BF16_MODES,
+        default=Args.bf16,
+        help="bfloat16 autocast of the update (auto: where it is fast)",
+    )
     p.add_argument("--features", action="store_true", help="a network on zhuoji-obs-v2")
     p.add_argument("--processes", type=int, default=1, help="data-parallel processes")
     p.add_argument("--device", default="cpu")
@@ -98,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "updates": a.updates,
         "num_envs": a.num_envs,
         "num_steps": a.num_steps,
-        "bf16": a.bf16,
+        "bf16": res["bf16"],
         "features": a.features,
         "processes": a.processes,
         "device": a.device,
@@ -110,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"learner, {a.updates} updates of {a.num_envs} games x {a.num_steps} steps, "
-        f"bf16={a.bf16}, features={a.features}, processes={a.processes}, device={a.device}: "
+        f"bf16={res['bf16']}, features={a.features}, processes={a.processes}, device={a.device}: "
         f"{res['decisions']:,} decisions "
         f"({res['trained_decisions']:,} trained)"
     )

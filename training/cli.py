@@ -181,6 +181,19 @@ def device_from_flag(name: str, flag_name: str = "device"):
         raise FlagError(f"{flag(flag_name)} {name!r}: {exc}") from None
 
 
+BF16_MODES = ("auto", "on", "off")
+
+
+def bf16_from_flag(mode: str, device, flag_name: str = "bf16") -> bool:
+    """Whether a ``--bf16 auto|on|off`` flag autocasts the update to bfloat16 on ``device``:
+    ``auto`` where bfloat16 is fast there (:func:`training.learner.fast_bf16`)."""
+    from training.learner import fast_bf16
+
+    if mode not in BF16_MODES:
+        raise FlagError(f"{flag(flag_name)} {mode!r}: must be one of {', '.join(BF16_MODES)}")
+    return mode == "on" or (mode == "auto" and fast_bf16(device))
+
+
 def command_line(prog: str, args) -> str:
     """The shell command that reruns ``args`` (a dataclass of ``Args``): ``prog`` and every
     flag whose value differs from its default, quoted for a POSIX shell."""

@@ -21,6 +21,19 @@ from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, block
 
 
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bfloat16 matrix products are fast on ``device``: a CUDA GPU that supports
+    bfloat16, or a CPU with AMX tiles or AVX512-BF16 units. Elsewhere bfloat16 autocast is
+    emulated and far slower than float32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    cpu = torch.cpu
+    return any(
+        getattr(cpu, name, lambda: False)()
+        for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    )
+
+
 def seat_gae(
     seats: np.ndarray,
     values: np.ndarray,

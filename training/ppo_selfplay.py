@@ -34,8 +34,9 @@ Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``-
 caps the run too; with neither, 2M decisions. The learning rate decays linearly to 0 over the
 run's progress, the larger of the share of the decisions trained and of the time budget spent
 (:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
-network runs; ``--bf16`` autocasts the update to bfloat16 (a GPU's gain; slower on CPUs without
-bf16 units, this project's CPU among them). ``--processes P`` trains data-parallel on P CPU
+network runs; ``--bf16 auto`` autocasts the update to bfloat16 where that is fast (a GPU, or a
+CPU with AMX or AVX512-BF16 units; CPUs without them emulate it, far slower), and each
+checkpoint's stage records whether it did. ``--processes P`` trains data-parallel on P CPU
 cores: each process plays ``num_envs / P`` of the games, and every minibatch is the union of
 the processes' minibatches, with its advantages normalised over the union and the gradient of
 its mean loss summed across them (:class:`~training.learner.ProcessGroup`, torch.distributed's
@@ -72,6 +73,7 @@ from training.cli import (
     UNIT,
     FlagError,
     agent_specs,
+    bf16_from_flag,
     check_agent_specs,
     check_fields,
     check_out_dir,
@@ -192,9 +194,10 @@ class Args:
     """a progress bar of the updates"""
     device: str = "auto"
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
-    bf16: bool = False
-    """bfloat16 autocast for the update's forward/backward (log-softmax, ratios and losses stay
-    float32): faster on GPUs and CPUs with bf16 units, far slower on CPUs without them"""
+    bf16: str = "auto"
+    """bfloat16 autocast of the update's forward/backward (log-softmax, ratios and losses stay
+    float32): 'on', 'off', or 'auto': on where bfloat16 is fast (a CUDA GPU that supports it,
+    a CPU with AMX or AVX512-BF16; emulated elsewhere, and far slower there)"""
 
 
 DEFAULT_DECISIONS = 2_000_000
@@ -251,6 +254,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         )
     rules = rules_from_flag(args.rules)
     device = device_from_flag(args.device)
+    bf16_from_flag(args.bf16, device)
     if args.processes > 1 and device.type != "cpu":
         raise FlagError(
             f"--processes {args.processes}: data-parallel processes share the CPU's cores; "
@@ -616,11 +620,13 @@ def run(
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     run_start = time.perf_counter()
+    bf16 = bf16_from_flag(args.bf16, device)
     stage = {
         "command": command_line(PROG, args),
         "commit": source_commit(),
         "preset": rules.preset,
         "rules": rules.to_record(),
+        "bf16": bf16,
         **({"resumed_from": resumed_from(args.resume, ckpt)} if resumed else {}),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -731,7 +737,7 @@ def run(
             vf_coef=args.vf_coef,
             max_grad_norm=args.max_grad_norm,
             rng=rng,
-            bf16=args.bf16,
+            bf16=bf16,
             critic=critic,
             group=group,
         )
