@@ -5,6 +5,7 @@ are refused before any work."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -175,6 +176,23 @@ def _failing_process(args: Args, rank: int, store: str) -> None:
 
     _join_group(rank, args.processes, store)
     raise ValueError("planted failure")
+
+
+def _dying_process(args: Args, rank: int, store: str) -> None:
+    """A process that fails before it joins the group, as a broken import would."""
+    raise ImportError("planted failure while starting")
+
+
+def test_a_process_dying_before_it_joins_ends_the_run_at_once(tmp_path, monkeypatch):
+    from training import ppo_selfplay
+
+    monkeypatch.setattr(ppo_selfplay, "_other_process", _dying_process)
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+        train(_small(tmp_path / "run"))
+    assert "process 1 exited (code 1) before joining the group" in str(exc.value)
+    assert time.perf_counter() - start < 120  # not the 5 minutes of the join timeout
+    assert not list((tmp_path / "run").glob("*.pt"))
 
 
 def test_a_failing_process_stops_the_run_and_is_named(tmp_path, monkeypatch):

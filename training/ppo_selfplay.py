@@ -536,7 +536,7 @@ def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> di
         for rank in range(1, args.processes):
             others.append(ctx.Process(target=_other_process, args=(args, rank, store), daemon=True))
             others[-1].start()
-        out = run(args, rules, resumed, device, _join_group(0, args.processes, store))
+        out = run(args, rules, resumed, device, _join_group(0, args.processes, store, others))
     except Exception as exc:  # noqa: BLE001 -- re-raised below, after the others are joined
         error = exc
     finally:
@@ -559,16 +559,30 @@ def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> di
     return out
 
 
-def _join_group(rank: int, size: int, store: str) -> ProcessGroup:
-    """Join the processes' group: within 5 minutes (a process that never starts fails the
-    run), then collective calls that wait up to 6 hours (the others wait while the first one
-    clones a teacher or evaluates)."""
+def _join_group(rank: int, size: int, store: str, others: list = ()) -> ProcessGroup:
+    """Join the processes' group through the file ``store``: within 5 minutes, then collective
+    calls that wait up to 6 hours (the others wait while the first one clones a teacher or
+    evaluates). The first process, given the ``others`` it started, waits for each to announce
+    itself and raises as soon as one has exited instead (a process that fails while starting,
+    say on an import, ends the run at once, not after the 5 minutes)."""
     import torch.distributed as dist
 
     join = datetime.timedelta(minutes=5)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{store}", rank=rank, world_size=size, timeout=join
-    )
+    files = dist.FileStore(store, size)
+    if rank:
+        files.set(f"starting/{rank}", "1")
+    deadline = time.monotonic() + join.total_seconds()
+    waiting = list(range(1, size)) if others else []
+    while waiting:
+        waiting = [k for k in waiting if not files.check([f"starting/{k}"])]
+        gone = [(k, p.exitcode) for k, p in enumerate(others, 1) if p.exitcode is not None]
+        if gone:
+            k, code = gone[0]
+            raise RuntimeError(f"process {k} exited (code {code}) before joining the group")
+        if waiting and time.monotonic() > deadline:
+            raise TimeoutError(f"processes {waiting} did not start within {join}")
+        time.sleep(0.05)
+    dist.init_process_group("gloo", store=files, rank=rank, world_size=size, timeout=join)
     return ProcessGroup(dist.new_group(timeout=datetime.timedelta(hours=6)))
 
 
