@@ -195,6 +195,26 @@ def test_a_process_dying_before_it_joins_ends_the_run_at_once(tmp_path, monkeypa
     assert not list((tmp_path / "run").glob("*.pt"))
 
 
+def _first_other_dying(args: Args, rank: int, store: str) -> None:
+    """Process 1 fails while starting; the others join as healthy processes do."""
+    from training.ppo_selfplay import _join_group
+
+    if rank == 1:
+        raise ImportError("planted failure while starting")
+    _join_group(rank, args.processes, store)
+
+
+def test_with_three_processes_the_healthy_one_is_stopped_not_blamed(tmp_path, monkeypatch):
+    from training import ppo_selfplay
+
+    monkeypatch.setattr(ppo_selfplay, "_other_process", _first_other_dying)
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+        train(_small(tmp_path / "run", processes=3, num_envs=12))
+    assert "process 2" not in str(exc.value)  # waiting to join, stopped: not a failure
+    assert time.perf_counter() - start < 60  # not a minute's join per waiting process
+
+
 def test_a_failing_process_stops_the_run_and_is_named(tmp_path, monkeypatch):
     from training import ppo_selfplay
 

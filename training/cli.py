@@ -184,11 +184,14 @@ def device_from_flag(name: str, flag_name: str = "device"):
 BF16_MODES = ("auto", "on", "off")
 
 
-def bf16_from_flag(mode: str, device, flag_name: str = "bf16") -> bool:
+def bf16_from_flag(mode: str | bool, device, flag_name: str = "bf16") -> bool:
     """Whether a ``--bf16 auto|on|off`` flag autocasts the update to bfloat16 on ``device``:
-    ``auto`` where bfloat16 is fast there (:func:`training.learner.fast_bf16`)."""
+    ``auto`` where bfloat16 is fast there (:func:`training.learner.fast_bf16`). The boolean of
+    the flag's older form (``Args(bf16=True)``) is taken as ``on``/``off``."""
     from training.learner import fast_bf16
 
+    if isinstance(mode, bool):
+        mode = "on" if mode else "off"
     if mode not in BF16_MODES:
         raise FlagError(f"{flag(flag_name)} {mode!r}: must be one of {', '.join(BF16_MODES)}")
     return mode == "on" or (mode == "auto" and fast_bf16(device))

@@ -35,7 +35,7 @@ caps the run too; with neither, 2M decisions. The learning rate decays linearly 
 run's progress, the larger of the share of the decisions trained and of the time budget spent
 (:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
 network runs; ``--bf16 auto`` autocasts the update to bfloat16 where that is fast (a GPU, or a
-CPU with AMX or AVX512-BF16 units; CPUs without them emulate it, far slower), and each
+CPU with AMX; CPUs without bf16 units emulate it, far slower), and each
 checkpoint's stage records whether it did. ``--processes P`` trains data-parallel on P CPU
 cores: each process plays ``num_envs / P`` of the games, and every minibatch is the union of
 the processes' minibatches, with its advantages normalised over the union and the gradient of
@@ -196,8 +196,8 @@ class Args:
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
     bf16: str = "auto"
     """bfloat16 autocast of the update's forward/backward (log-softmax, ratios and losses stay
-    float32): 'on', 'off', or 'auto': on where bfloat16 is fast (a CUDA GPU that supports it,
-    a CPU with AMX or AVX512-BF16; emulated elsewhere, and far slower there)"""
+    float32): 'on', 'off', or 'auto': on where bfloat16 is fast (a CUDA GPU of compute
+    capability 8.0+, a CPU with AMX; emulated elsewhere, and far slower there)"""
 
 
 DEFAULT_DECISIONS = 2_000_000
@@ -254,12 +254,12 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         )
     rules = rules_from_flag(args.rules)
     device = device_from_flag(args.device)
-    bf16_from_flag(args.bf16, device)
     if args.processes > 1 and device.type != "cpu":
         raise FlagError(
             f"--processes {args.processes}: data-parallel processes share the CPU's cores; "
             f"--device {args.device} resolved to {device.type}, use --device cpu (or one process)"
         )
+    bf16_from_flag(args.bf16, device)
     if args.bc_agent:
         check_agent_specs(args.bc_agent, "bc_agent", rules)
         if args.num_envs < 2:
@@ -540,14 +540,23 @@ def data_parallel(args: Args, rules: Rules, resumed, device: torch.device) -> di
     except Exception as exc:  # noqa: BLE001 -- re-raised below, after the others are joined
         error = exc
     finally:
-        if dist.is_initialized():
+        joined = dist.is_initialized()
+        if joined:
             dist.destroy_process_group()
-        for p in others:
-            p.join(timeout=60)
+        stopped = set()  # still waiting to join a group that will never form: stopped here
+        for k, p in enumerate(others, 1):
+            p.join(timeout=60 if joined else 1)
             if p.is_alive():
                 p.terminate()
+                p.join()
+                if not joined:
+                    stopped.add(k)
         shutil.rmtree(folder, ignore_errors=True)
-    failed = [f"process {k} exit code {p.exitcode}" for k, p in enumerate(others, 1) if p.exitcode]
+    failed = [
+        f"process {k} exit code {p.exitcode}"
+        for k, p in enumerate(others, 1)
+        if p.exitcode and k not in stopped
+    ]
     if failed:
         first = "" if error is None else f"process 0 raised {type(error).__name__}: {error}; "
         raise RuntimeError(
@@ -563,8 +572,9 @@ def _join_group(rank: int, size: int, store: str, others: list = ()) -> ProcessG
     """Join the processes' group through the file ``store``: within 5 minutes, then collective
     calls that wait up to 6 hours (the others wait while the first one clones a teacher or
     evaluates). The first process, given the ``others`` it started, waits for each to announce
-    itself and raises as soon as one has exited instead (a process that fails while starting,
-    say on an import, ends the run at once, not after the 5 minutes)."""
+    itself and raises as soon as one has exited before announcing (a process that fails while
+    starting, say on an import, ends the run at once, not after the 5 minutes; one that dies
+    between announcing and joining still costs the timeout)."""
     import torch.distributed as dist
 
     join = datetime.timedelta(minutes=5)
