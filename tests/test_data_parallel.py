@@ -170,6 +170,16 @@ def test_two_processes_train_save_and_repeat_themselves(tmp_path, one_torch_thre
     assert not torch.equal(single["model"]["pi.bias"], ckpt["model"]["pi.bias"])  # other deals
 
 
+def test_clone_term_in_the_first_process_only_keeps_the_processes_in_step(tmp_path):
+    """``--bc-coef``: the first process holds the demonstrations and adds the clone term to its
+    share of each step's loss; the summed gradients keep every process's parameters equal (the
+    trainer checks them at each save) and the term is logged."""
+    kw = dict(bc_agent="greedy", bc_decisions=256, bc_epochs=1, bc_coef=0.5)
+    out = train(_small(tmp_path, **kw))
+    assert [r["update"] for r in out["updates"]] == [1, 2, 3]
+    assert all(r["train"]["loss/clone"] > 0 for r in out["updates"])
+
+
 def _failing_process(args: Args, rank: int, store: str) -> None:
     """A process that joins the group and then fails, as a bug in its share would."""
     from training.ppo_selfplay import _join_group

@@ -11,6 +11,8 @@ from agents.base import Agent
 from agents.ppo import PolicyNet
 from training.learner import (
     Batch,
+    CloneLoss,
+    Demonstrations,
     SparseRowsLinear,
     behaviour_clone,
     collect_demonstrations,
@@ -218,6 +220,41 @@ def test_bf16_update_still_moves_log_probabilities_with_the_advantage_sign(one_t
         assert (up > 0).mean() > 0.8 and (down < 0).mean() > 0.8, bf16
         tol = 2e-2 if bf16 else 1e-5  # bf16 keeps 8 bits of the logits' mantissa
         assert stats["loss/entropy"] == pytest.approx(before.item(), rel=tol), bf16
+
+
+def test_clone_term_pulls_the_policy_to_the_demonstrations_and_nothing_else_does(
+    one_torch_thread,
+):
+    """With advantages of one sign per half and no entropy or value weight, PPO's own loss has a
+    gradient only through the policy's ratios; the clone term adds the demonstrations'
+    cross-entropy, which falls by far more with it than without, on both update paths."""
+    rng = np.random.default_rng(1)
+    n = 256
+    obs = rng.random((2, n // 2, OBS_SIZE), dtype=np.float32)
+    mask = rng.random((2, n // 2, 86)) < 0.3
+    act = np.where(rng.random((2, n // 2)) < 0.5, 5, 40)  # its choices: tile 5 or 40
+    mask[0, np.arange(n // 2), act[0]] = mask[1, np.arange(n // 2), act[1]] = True
+    zeros = np.zeros((2, n // 2), np.float32)
+    demos = Demonstrations(obs, mask, act, zeros, zeros > 0)
+    for bf16 in (False, True):
+        after = {}
+        for coef in (0.0, 1.0):
+            net, b = _policy_batch()
+            clone = CloneLoss(demos, coef, 64, np.random.default_rng(0)) if coef else None
+            ref = CloneLoss(demos, 1.0, n, np.random.default_rng(5))
+            before = ref.cross_entropy(net, False).item()
+            stats = ppo_update(
+                net, torch.optim.Adam(net.parameters(), lr=1e-2), b, epochs=8,
+                num_minibatches=2, clip_coef=0.2, ent_coef=0.0, vf_coef=0.0,
+                max_grad_norm=10.0, rng=np.random.default_rng(0), bf16=bf16, clone=clone,
+            )  # fmt: skip
+            ref.rng = np.random.default_rng(5)  # the same draw as before
+            after[coef] = ref.cross_entropy(net, False).item() - before
+            assert ("loss/clone" in stats) == bool(coef)
+        assert after[1.0] < -1.0 and abs(after[0.0]) < 0.5 * abs(after[1.0]), (bf16, after)
+        assert np.isfinite(stats["loss/clone"]) and stats["loss/clone"] > 0
+    with pytest.raises(ValueError, match="coef > 0 and rows >= 1"):
+        CloneLoss(demos, 0.0, 8, rng)
 
 
 def test_nonzeros_by_row_pads_with_column_zero_and_value_zero():

@@ -93,6 +93,32 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1])
 
 
+@pytest.mark.parametrize("bf16", ["on", "off"])
+def test_ppo_selfplay_trains_in_bfloat16_and_float32_whatever_the_cpu(tmp_path, bf16):
+    """``--bf16 auto`` follows the machine; pinned, each path runs (and learns) everywhere,
+    with the clone term (``--bc-coef``) in a fresh run and in a resumed one."""
+    args = ppo_selfplay.Args(
+        total_decisions=2 * 16 * 32, num_envs=16, num_steps=32, num_minibatches=2,
+        update_epochs=2, eval_every=0, eval_opponents="", hidden=32, progress=False,
+        out_dir=str(tmp_path), features=True, bf16=bf16, bc_agent="greedy", bc_decisions=512,
+        bc_epochs=1, bc_coef=0.5,
+    )  # fmt: skip
+    out = ppo_selfplay.train(args)
+    assert out["decisions"] == 2 * 16 * 32
+    assert all(row["train"]["loss/clone"] > 0 for row in out["updates"])  # the clone term ran
+    _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2])
+    net, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert ckpt["stages"][0]["bf16"] is (bf16 == "on")
+    assert "--bf16 on" in ckpt["stages"][0]["command"] or bf16 == "off"
+    for name, value in net.state_dict().items():
+        assert value.dtype == torch.float32, name  # autocast never changes the stored weights
+    assert all(row["train"]["loss/approx_kl"] != 0 for row in out["updates"])  # the policy moved
+    resumed = ppo_selfplay.Args(
+        **{**vars(args), "total_decisions": 3 * 16 * 32, "resume": str(tmp_path / "latest.pt")}
+    )  # demonstrations collected again for the clone term, the network not refitted
+    assert "loss/clone" in ppo_selfplay.train(resumed)["updates"][0]["train"]
+
+
 def _assert_logged_per_update(path, updates):
     """One metrics line per update, with finite per-update means of the losses and entropy."""
     rows = [json.loads(line) for line in path.read_text().splitlines()]
@@ -323,6 +349,8 @@ PPO_BAD_FLAGS = [
     (["--eval-opponents", "rule,randon"], "--eval-opponents 'rule,randon': unknown agent spec"),
     (["--eval-opponents", ","], "--eval-opponents ',': needs at least one agent spec"),
     (["--bc-agent", "greedyy"], "--bc-agent 'greedyy': unknown agent spec"),
+    (["--bc-coef", "0.5"], "--bc-coef 0.5: keeps cloning .*so it needs --bc-agent"),
+    (["--bc-agent", "rule", "--bc-coef", "-1"], "--bc-coef -1.0: must be a finite number >= 0"),
     (["--pool-agents", "rule,rul"], "--pool-agents 'rule,rul': unknown agent spec"),
     (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
     (

@@ -214,6 +214,7 @@ def ppo_update(
     bf16: bool = False,
     critic: OracleCritic | None = None,
     group: ProcessGroup | None = None,
+    clone: CloneLoss | None = None,
 ) -> dict[str, float]:
     """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches, on the device
     of ``net`` (the batch is moved there once). On the CPU without ``bf16`` the first layer
@@ -227,7 +228,10 @@ def ppo_update(
     variance of the batch's values (as CleanRL logs them); ``{}`` when there are fewer
     decisions than minibatches (in any process, with a ``group``). With a
     ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
-    the batch's ``hidden``; the network's own value head is left untrained.
+    the batch's ``hidden``; the network's own value head is left untrained. With a ``clone``
+    (:class:`CloneLoss`) every minibatch's loss also holds its cross-entropy term on a fresh
+    draw of demonstrations, and ``loss/clone`` logs that cross-entropy's mean (with a
+    ``group``: of the processes that pass one, each adding its term at full weight).
 
     With a ``group`` (:class:`ProcessGroup`) every process of it calls this on its own share of
     the rollout and they take the same steps, as many per epoch as the process with the fewest
@@ -261,7 +265,7 @@ def ppo_update(
     if group is not None:  # each minibatch's advantage count, sum and square sum, in one message
         adv = b.adv.double()
         moments = group.sum(torch.stack([_moments(adv[j]) for j in minibatches]))
-    steps = []
+    steps, clone_ce = [], []
     for i, j in enumerate(minibatches):  # whole minibatches only
         if rows is not None:
             pre = SparseRowsLinear.apply(rows[0][j], rows[1][j], first.weight, first.bias)
@@ -285,9 +289,13 @@ def ppo_update(
         vloss = 0.5 * ((value.float() - b.ret[j]) ** 2).mean()
         # softmax, not logp_all.exp(): exp of the masked -1e9 takes a slow path on the CPU
         ent = -(torch.softmax(logits.float(), -1) * logp_all).sum(-1).mean()  # 0 * -1e9 = 0
-        loss = pg + vf_coef * vloss - ent_coef * ent
+        loss = (pg + vf_coef * vloss - ent_coef * ent) * share
+        if clone is not None:
+            ce = clone.cross_entropy(net, bf16)
+            clone_ce.append(ce.detach())
+            loss = loss + clone.coef * ce
         opt.zero_grad()
-        (loss * share).backward()
+        loss.backward()
         if group is not None:
             group.sum_gradients(params)
         nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -304,7 +312,32 @@ def ppo_update(
     stats["loss/explained_variance"] = explained_variance(
         batch.value.numpy(), batch.ret.numpy(), group
     )
+    if clone_ce:
+        stats["loss/clone"] = torch.stack(clone_ce).mean().item()
     return stats
+
+
+class CloneLoss:
+    """Behaviour cloning kept on during PPO: ``coef`` x the cross-entropy of the network's
+    masked policy on ``rows`` decisions drawn (with replacement, by ``rng``) from
+    ``demos`` at every call, an anchor to the imitated agent's choices in the states of its own
+    games, such as the hands it builds toward patterns that self-play alone gives up."""
+
+    def __init__(self, demos: Demonstrations, coef: float, rows: int, rng: np.random.Generator):
+        if coef <= 0 or rows < 1:
+            raise ValueError(f"CloneLoss needs coef > 0 and rows >= 1, got {coef} and {rows}")
+        self.obs = torch.from_numpy(demos.obs.reshape(-1, demos.obs.shape[-1]))
+        self.mask = torch.from_numpy(demos.mask.reshape(-1, NUM_ACTIONS))
+        self.act = torch.from_numpy(demos.act.reshape(-1))
+        self.coef, self.rows, self.rng = coef, rows, rng
+
+    def cross_entropy(self, net: nn.Module, bf16: bool) -> torch.Tensor:
+        """The cross-entropy (float32) of ``net`` on a fresh draw, on ``net``'s device."""
+        device = next(net.parameters()).device
+        j = torch.from_numpy(self.rng.integers(0, self.act.numel(), self.rows))
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits, _ = net(self.obs[j].to(device), self.mask[j].to(device))
+        return nn.functional.cross_entropy(logits.float(), self.act[j].to(device))
 
 
 def _moments(x: torch.Tensor) -> torch.Tensor:

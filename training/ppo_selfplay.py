@@ -86,6 +86,8 @@ from training.cli import (
 )
 from training.learner import (
     Batch,
+    CloneLoss,
+    Demonstrations,
     OracleCritic,
     ProcessGroup,
     behaviour_clone,
@@ -175,6 +177,9 @@ class Args:
     """decisions of the imitated agent's self-play to clone"""
     bc_epochs: int = 3
     """passes over the cloned decisions"""
+    bc_coef: float = 0.0
+    """keep cloning during PPO: this weight x the cross entropy toward the --bc-agent's
+    demonstrations, on a quarter-minibatch of them drawn at every step (0: off)"""
     eval_every: int = 20
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
@@ -236,6 +241,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "time_limit": NON_NEGATIVE,
             "bc_decisions": INT_POSITIVE,
             "bc_epochs": INT_POSITIVE,
+            "bc_coef": NON_NEGATIVE,
             "eval_every": INT_NON_NEGATIVE,
             "eval_deals": INT_POSITIVE,
             "save_every": INT_NON_NEGATIVE,
@@ -267,6 +273,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
+    if args.bc_coef and not args.bc_agent:
+        raise FlagError(
+            f"--bc-coef {args.bc_coef}: keeps cloning the --bc-agent's demonstrations during "
+            "PPO, so it needs --bc-agent"
+        )
     check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
     check_agent_specs(
         args.eval_opponents, "eval_opponents", rules, allow_empty=args.eval_opponents == ""
@@ -328,14 +339,18 @@ def progress(update: int, num_updates: int | None, elapsed: float, time_limit: f
     return min(done, 1.0)
 
 
-def clone_agent(net: PolicyNet, args: Args, rules: Rules) -> dict:
-    """Warm start: fit ``net`` to ``args.bc_agent``'s self-play (:func:`behaviour_clone`)."""
+def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
+    """``args.bc_agent``'s self-play, observed as ``net`` reads it."""
     agent = make_agent(args.bc_agent, seed=args.seed, rules=rules)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
     steps = max(1, args.bc_decisions // args.num_envs)
     demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
     seen = net_input(net, demos.obs.reshape(-1, demos.obs.shape[-1]), rules.pattern_table)
-    demos = demos._replace(obs=seen.reshape(steps, env.num_envs, -1))
+    return demos._replace(obs=seen.reshape(steps, env.num_envs, -1))
+
+
+def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
+    """Warm start: fit ``net`` to the ``demos`` of ``args.bc_agent`` (:func:`behaviour_clone`)."""
     fit = behaviour_clone(net, demos, epochs=args.bc_epochs, vf_coef=args.vf_coef, seed=args.seed)
     print(
         f"behaviour cloning of {args.bc_agent}: {fit['decisions']:,} decisions; held-out games "
@@ -654,12 +669,20 @@ def run(
         **({"resumed_from": resumed_from(args.resume, ckpt)} if resumed else {}),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    clone = demos = None
     if args.bc_agent and not resumed:
         if lead:
-            fit = clone_agent(net, args, rules)
+            demos = demonstrations(net, args, rules)
+            fit = clone_agent(net, args, demos)
             stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
         if group:
             group.broadcast_parameters(net)
+    elif args.bc_coef and lead:  # resumed: the demonstrations again, without refitting
+        demos = demonstrations(net, args, rules)
+    if args.bc_coef and lead:
+        rows = max(1, args.num_envs * args.num_steps // args.num_minibatches // 4)
+        clone = CloneLoss(demos, args.bc_coef, rows, np.random.default_rng([args.seed, 7]))
+    demos = None  # only the clone term's tensors keep them
     if rank:
         torch.manual_seed(seed)  # its own sampling
     num_updates = planned_updates(args)
@@ -764,6 +787,7 @@ def run(
             bf16=bf16,
             critic=critic,
             group=group,
+            clone=clone,
         )
         clock.lap("update")
         hands_reward = r.rewards[r.dones]
