@@ -303,6 +303,19 @@ def behaviour(play: Play) -> pd.DataFrame:
     return out.drop(columns=["hu_total", "wins"]).reindex(play.labels)
 
 
+def win_values(play: Play) -> pd.DataFrame:
+    """Per agent: wins per 100 of its hands by how the hand was won (``discard``, a rob
+    included, or ``self-draw``, 自摸) and by its ``hu`` receipts (the pattern value times the
+    seats that pay, with the self-draw extra): which hands each agent wins, and how big.
+    Rows: agents; columns: (way, receipts), in increasing receipts."""
+    h = play.hands
+    won = h[h.wins > 0]
+    way = np.where(won.self_draws > 0, "self-draw", "discard")
+    table = pd.crosstab(won.agent, [pd.Series(way, index=won.index, name="way"), won.hu_value])
+    per_100 = 100 / h.groupby("agent").size()
+    return table.mul(per_100, axis=0).reindex(index=play.labels).fillna(0)
+
+
 def agreement(play: Play, label: str, reference: str | Agent, seed: int = 0) -> pd.DataFrame:
     """How often agent ``label``'s decisions equal what ``reference`` (a spec or an agent)
     would choose in the same observations, by decision type (phase) and overall."""

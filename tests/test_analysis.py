@@ -24,6 +24,7 @@ from agents.analysis import (  # noqa: E402
     plot_item_sources,
     plot_obs_blocks,
     plot_scores,
+    win_values,
 )
 from agents.arena import run_arena  # noqa: E402
 from agents.base import Agent  # noqa: E402
@@ -143,6 +144,30 @@ def test_item_sources_add_up_to_mean_scores(play):
     assert list(beh.hands) == [16, 8, 8]  # random holds two seats of four
     h = play.hands
     assert beh.loc["rule", "win_rate"] == h[h.agent == "rule"].wins.mean()
+
+
+def test_win_values_count_each_win_by_its_hu_receipts_in_the_records():
+    play = play_traced(["random", "greedy", "rule"], 6, seed=3)
+    table = win_values(play)
+    assert list(table.index) == ["random", "greedy", "rule"]
+    led = ledger_table(play.records)
+    hu = led[led["item"] == "hu"].groupby(["game", "payee"])["amount"].sum()
+    payers = led[led["item"] == "hu"].groupby(["game", "payee"])["payer"].nunique()
+    agent_of = {(r.game, r.seat): r.agent for r in play.hands.itertuples()}
+    expected = Counter()
+    for (g, seat), amount in hu.items():
+        own = play.records[g]["agents"][seat]
+        assert own == agent_of[(g, seat)]
+        way = "self-draw" if payers[(g, seat)] == len(play.records[g]["agents"]) - 1 else "discard"
+        expected[(own, way, amount)] += 1
+    hands = play.hands.groupby("agent").size()
+    got = {
+        (agent, way, value): round(share * hands[agent] / 100)
+        for agent, row in table.iterrows()
+        for (way, value), share in row.items()
+        if share
+    }
+    assert got == dict(expected) and sum(expected.values()) > 10
 
 
 def test_agreement_by_decision_type():
