@@ -305,9 +305,9 @@ def behaviour(play: Play) -> pd.DataFrame:
 
 def win_values(play: Play) -> pd.DataFrame:
     """Per agent: wins per 100 of its hands by how the hand was won (``discard``, a rob
-    included, or ``self-draw``, 自摸) and by its ``hu`` receipts (the pattern value times the
-    seats that pay, with the self-draw extra): which hands each agent wins, and how big.
-    Rows: agents; columns: (way, receipts), in increasing receipts."""
+    included, or ``self-draw``, 自摸) and by its ``hu`` receipts (the hand value, pattern plus
+    extras, RULES.md 7.2, summed over the seats that pay it): which hands each agent wins, and
+    how big. Rows: agents; columns: (way, receipts), in increasing receipts."""
     h = play.hands
     won = h[h.wins > 0]
     way = np.where(won.self_draws > 0, "self-draw", "discard")

@@ -16,7 +16,7 @@ import torch.multiprocessing as tmp
 
 from agents.ppo import PolicyNet, load_checkpoint
 from training.cli import FlagError
-from training.learner import Batch, ProcessGroup, ppo_update
+from training.learner import Batch, CloneLoss, Demonstrations, ProcessGroup, ppo_update
 from training.ppo_selfplay import Args, train
 from zhuoji_env.observation import OBS_SIZE
 
@@ -65,11 +65,23 @@ class _Interleaved:
         )
 
 
-def _update(net: PolicyNet, batch: Batch, rng, group=None) -> dict:
+def _update(net: PolicyNet, batch: Batch, rng, group=None, clone=None) -> dict:
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, eps=1e-5)
     return ppo_update(
-        net, opt, batch, epochs=3, num_minibatches=MINIBATCHES, rng=rng, group=group, **SETTINGS
-    )
+        net, opt, batch, epochs=3, num_minibatches=MINIBATCHES, rng=rng, group=group,
+        clone=clone, **SETTINGS,
+    )  # fmt: skip
+
+
+def _clone() -> CloneLoss:
+    """A clone term on 30 made-up demonstrations, drawing 8 at each step."""
+    rng = np.random.default_rng(9)
+    obs = rng.random((3, 10, OBS_SIZE), dtype=np.float32) * (rng.random((3, 10, OBS_SIZE)) < 0.06)
+    mask = rng.random((3, 10, 86)) < 0.2
+    act = rng.integers(86, size=(3, 10))
+    np.put_along_axis(mask, act[..., None], True, -1)
+    zeros = np.zeros((3, 10), np.float32)
+    return CloneLoss(Demonstrations(obs, mask, act, zeros, zeros > 0), 0.5, 8, rng)
 
 
 def _join(rank: int, store: str) -> None:
@@ -77,30 +89,37 @@ def _join(rank: int, store: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
 
 
-def _split_update(rank: int, store: str, out: str) -> None:
-    """Process ``rank`` updates on its share of the batch and saves its network and stats."""
+def _split_update(rank: int, store: str, out: str, clone: bool) -> None:
+    """Process ``rank`` updates on its share of the batch (the first one with the clone term
+    when ``clone``) and saves its network and stats."""
     _join(rank, store)
     try:
         net, b = _net_and_batch(sum(SIZES))
         lo = sum(SIZES[:rank])
         part = Batch(*(None if x is None else x[lo : lo + SIZES[rank]] for x in b))
-        stats = _update(net, part, np.random.default_rng(rank), group=ProcessGroup())
+        term = _clone() if clone and rank == 0 else None
+        stats = _update(net, part, np.random.default_rng(rank), ProcessGroup(), term)
         torch.save({"model": net.state_dict(), "stats": stats}, f"{out}/{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
-def test_update_split_across_processes_is_the_update_on_their_union(tmp_path):
-    tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+@pytest.mark.parametrize("clone", [False, True], ids=["ppo", "with-clone-term"])
+def test_update_split_across_processes_is_the_update_on_their_union(tmp_path, clone):
+    """Also with ``--bc-coef``'s term, held by the first process alone: the summed gradients
+    are those of one process's PPO loss on the union plus the term at its full weight."""
+    tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path), clone), nprocs=2)
     net, b = _net_and_batch(sum(SIZES))
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    stats = _update(net, b, _Interleaved())
+    stats = _update(net, b, _Interleaved(), clone=_clone() if clone else None)
+    assert ("loss/clone" in stats) is clone
     for rank in range(2):
         got = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
         for k, v in net.state_dict().items():
             assert not torch.equal(v, before[k]) or k.startswith("v."), k  # it learned
             torch.testing.assert_close(got["model"][k], v, rtol=1e-4, atol=1e-5, msg=k)
-        assert got["stats"] == pytest.approx(stats, rel=1e-4, abs=1e-5)
+        expected = {k: v for k, v in stats.items() if rank == 0 or k != "loss/clone"}
+        assert got["stats"] == pytest.approx(expected, rel=1e-4, abs=1e-5)
 
 
 def _drifted(rank: int, store: str, out: str) -> None:

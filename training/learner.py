@@ -230,8 +230,9 @@ def ppo_update(
     ``critic`` (:class:`OracleCritic`, its parameters in ``opt``) the values come from it and
     the batch's ``hidden``; the network's own value head is left untrained. With a ``clone``
     (:class:`CloneLoss`) every minibatch's loss also holds its cross-entropy term on a fresh
-    draw of demonstrations, and ``loss/clone`` logs that cross-entropy's mean (with a
-    ``group``: of the processes that pass one, each adding its term at full weight).
+    draw of demonstrations (run densely, whatever the path of the batch's first layer), and
+    ``loss/clone`` logs that cross entropy's mean. With a ``group``, pass it in one process
+    only: its term is added there at full weight, and ``loss/clone`` is that process's own.
 
     With a ``group`` (:class:`ProcessGroup`) every process of it calls this on its own share of
     the rollout and they take the same steps, as many per epoch as the process with the fewest
