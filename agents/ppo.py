@@ -2,8 +2,9 @@
 
 A checkpoint is a ``torch.save`` dict of plain data and tensors only: ``model`` (the state
 dict), ``hidden`` (layer width), ``obs_size`` and ``obs_version`` (the observation encoding it
-was trained on: ``zhuoji-obs-v1``, or ``zhuoji-obs-v2``, which the network derives from the
-v1 observation it is given, :func:`net_input`), and whatever the trainer adds (counters, its
+was trained on: ``zhuoji-obs-v1``; ``zhuoji-obs-v2``, which the network derives from the
+v1 observation it is given; or ``zhuoji-obs-v2+rule``, v2 and the ``rule`` agent's advice:
+:class:`NetInput`), and whatever the trainer adds (counters, its
 flags, ``rules`` in record form, the optimizer state). It is read with
 ``torch.load(..., weights_only=True)``, which refuses to run code, and checked before use:
 a file that is not a checkpoint, is truncated, holds objects other than plain data, was
@@ -30,12 +31,17 @@ import torch
 from torch import nn
 
 from agents.base import Agent
+from agents.rule import RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
 DEVICES = ("auto", "cpu", "cuda")
+VERSION_RULE = "zhuoji-obs-v2+rule"
+INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: OBS_SIZES[VERSION_V2] + 2 * NUM_ACTIONS}
+"""Size of each input a network may read: the observation versions, and ``zhuoji-obs-v2+rule``
+(:class:`NetInput`)."""
 
 
 def resolve_device(name: str) -> torch.device:
@@ -56,15 +62,15 @@ def resolve_device(name: str) -> torch.device:
 
 class PolicyNet(nn.Module):
     """An MLP with a policy head over the 86 actions and a value head, over observations of
-    version ``obs_version`` (:data:`~zhuoji_env.observation.OBS_SIZES`)."""
+    version ``obs_version`` (:data:`INPUT_SIZES`, :class:`NetInput`)."""
 
     def __init__(self, hidden: int = 256, obs_version: str = VERSION):
         super().__init__()
-        if obs_version not in OBS_SIZES:
-            raise ValueError(f"observation version {obs_version!r}: one of {list(OBS_SIZES)}")
+        if obs_version not in INPUT_SIZES:
+            raise ValueError(f"observation version {obs_version!r}: one of {list(INPUT_SIZES)}")
         self.hidden = hidden
         self.obs_version = obs_version
-        self.in_size = OBS_SIZES[obs_version]
+        self.in_size = INPUT_SIZES[obs_version]
         self.body = nn.Sequential(
             nn.Linear(self.in_size, hidden),
             nn.ReLU(),
@@ -88,10 +94,47 @@ class PolicyNet(nn.Module):
         return logits, self.v(h).squeeze(-1)
 
 
-def net_input(net: PolicyNet, obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
-    """What ``net`` reads from v1 observations ``[k, OBS_SIZE]``: themselves, or for a v2
-    network with their derived blocks (``table``: the pattern values it was trained under)."""
-    return with_features(obs, table) if net.obs_version == VERSION_V2 else obs
+class NetInput:
+    """What a network of input version ``version`` reads, made from v1 observations ``[k,
+    OBS_SIZE]`` and their masks ``[k, 86]`` under ``rules`` (those it was trained under):
+
+    - ``zhuoji-obs-v1``: the observations themselves;
+    - ``zhuoji-obs-v2``: with their derived blocks (:func:`~zhuoji_env.observation.features`);
+    - ``zhuoji-obs-v2+rule``: v2 followed by the advice of the ``rule`` agent
+      (:meth:`agents.rule.RuleAgent.advice`, under the same rules), two blocks of 86:
+      ``rule_choice``, 1 at the action ``rule`` plays; ``rule_gap``, per action ``rule``
+      weighed, ``1 - exp(-d / 2)`` where ``d`` is how far its score falls below the best one
+      (in plain-hand values, 平胡), and 1 for the actions it did not weigh. A policy on this
+      input starts from ``rule``'s judgement and learns where to depart from it (residual
+      play); it reads nothing ``rule`` does not, so nothing hidden.
+    """
+
+    def __init__(self, version: str, rules=None):
+        if version not in INPUT_SIZES:
+            raise ValueError(f"observation version {version!r}: one of {list(INPUT_SIZES)}")
+        self.version = version
+        self.rules = Rules.make(rules)
+        self.rule = RuleAgent(rules=self.rules) if version == VERSION_RULE else None
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.version == VERSION:
+            return obs
+        x = with_features(obs, self.rules.pattern_table)
+        if self.rule is None:
+            return x
+        return np.concatenate([x, self.rule_hint(obs, mask)], axis=1)
+
+    def rule_hint(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The ``rule_choice`` and ``rule_gap`` blocks, float32 ``[k, 172]``."""
+        k = obs.shape[0]
+        choice, scores = self.rule.advice(obs, mask)
+        hint = np.zeros((k, 2 * NUM_ACTIONS), dtype=np.float32)
+        hint[np.arange(k), choice] = 1.0
+        weighed = ~np.isnan(scores)
+        best = np.max(np.where(weighed, scores, -np.inf), axis=1, keepdims=True)
+        d = np.where(weighed, best - scores, np.inf) / self.rules.pattern_table["pinghu"]
+        hint[:, NUM_ACTIONS:] = -np.expm1(-d / 2)
+        return hint
 
 
 def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
@@ -145,10 +188,10 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     path = Path(path)
     ckpt = _read(path)
     version = ckpt.get("obs_version")
-    if version not in OBS_SIZES:
+    if version not in INPUT_SIZES:
         raise ValueError(
             f"{path}: trained on observations {version!r}, this package reads "
-            f"{' and '.join(map(repr, OBS_SIZES))}"
+            f"{', '.join(map(repr, INPUT_SIZES))}"
         )
     state = ckpt["model"]
     if not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -157,10 +200,10 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     if not isinstance(first, torch.Tensor) or first.ndim != 2:
         raise ValueError(f"{path}: the 'model' state dict is not a PolicyNet (no body.0.weight)")
     hidden, obs_size = first.shape
-    if obs_size != OBS_SIZES[version]:
+    if obs_size != INPUT_SIZES[version]:
         raise ValueError(
             f"{path}: trained on observations of size {obs_size}, this package encodes "
-            f"{version} with {OBS_SIZES[version]}"
+            f"{version} with {INPUT_SIZES[version]}"
         )
     net = PolicyNet(int(hidden), version)
     try:
@@ -178,7 +221,8 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
 
 class PPOAgent(Agent):
     """Plays a policy network, on the device its weights are on: samples from its masked
-    policy, or takes its argmax. ``rules`` (what a v2 network's wait values are counted in)
+    policy, or takes its argmax. ``rules`` (what a v2 network's wait values, and the advice of
+    ``rule`` to a ``v2+rule`` one, are counted in)
     are the rules it was trained under; :meth:`load` takes them from the checkpoint."""
 
     name = "ppo"
@@ -188,7 +232,7 @@ class PPOAgent(Agent):
         super().__init__(seed)
         self.net = net
         self.greedy = greedy
-        self.table = Rules.make(rules).pattern_table if net.obs_version == VERSION_V2 else None
+        self.read = NetInput(net.obs_version, rules)
         self.device = next(net.parameters()).device
         self._gen = self._generator()
 
@@ -207,7 +251,7 @@ class PPOAgent(Agent):
         return cls(net, seed=seed, greedy=greedy, rules=ckpt.get("rules"))
 
     def _forward(self, obs: np.ndarray, mask: np.ndarray):
-        o = torch.from_numpy(net_input(self.net, obs, self.table)).to(self.device)
+        o = torch.from_numpy(self.read(obs, mask)).to(self.device)
         return self.net(o, torch.from_numpy(mask).to(self.device))
 
     @torch.inference_mode()

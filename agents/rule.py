@@ -235,8 +235,17 @@ class RuleAgent(Agent):
 
     # ------------------------------------------------------------------ acting
     def _act(self, obs, mask):
+        return self.advice(obs, mask)[0]
+
+    def advice(self, obs, mask) -> tuple[np.ndarray, np.ndarray]:
+        """``(actions [k], scores [k, 86])``: what the agent plays, and the score (expected
+        points, :meth:`evaluate` less the deal-in risk) of every action it weighed, NaN for the
+        others (forced choices: a win, 报听, a pass with nothing to weigh; illegal actions). A
+        pong's score is that of its best discard after it. ``obs`` and ``mask`` as for
+        :meth:`act`, already checked."""
         k = obs.shape[0]
         out = np.full(k, -1, dtype=np.int64)
+        scores = np.full((k, A.NUM_ACTIONS), np.nan)
         ph = phase(obs)
         window = (ph == P_RESPONSE) | (ph == P_ROB)
         hu = mask[:, A.HU] & ~locked_window(obs)
@@ -251,11 +260,12 @@ class RuleAgent(Agent):
             out[bt[declare]] = A.BAOTING
         todo = np.flatnonzero(out < 0)
         if todo.size:
-            out[todo] = self._choose(obs[todo], mask[todo], ph[todo], live[todo])
-        return out
+            out[todo], scores[todo] = self._choose(obs[todo], mask[todo], ph[todo], live[todo])
+        return out, scores
 
     def _choose(self, obs, mask, ph, live):
-        """Score every candidate (discard, kong, pong + discard, pass) and take the best."""
+        """Score every candidate (discard, kong, pong + discard, pass) and take the best:
+        ``(actions [k], scores [k, 86])`` as for :meth:`advice`."""
         k = obs.shape[0]
         h = counts(obs, "hand")
         kc = counts(obs, "kong_counts")  # [k,4,(an, bu, ming, late)]
@@ -449,7 +459,10 @@ class RuleAgent(Agent):
         bad = out < 0
         if bad.any():  # nothing scored (should not happen): first legal action
             out[bad] = mask[bad].argmax(-1)
-        return out
+        scores = np.full((k, A.NUM_ACTIONS), -np.inf)
+        np.maximum.at(scores, (rows, acts), score)
+        scores[np.isneginf(scores)] = np.nan
+        return out, scores
 
     def _deal_in_prob(self, obs, live, ph, flags) -> np.ndarray:
         """float ``[k,27]``: chance that discarding each kind is won on by an opponent."""

@@ -643,6 +643,47 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
         ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v1 / "latest.pt")}))
 
 
+def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path):
+    """--rule-hint: cloning, the oracle critic and the pool take v2+rule inputs, the checkpoint
+    says so and its agent plays; a resume keeps it; a v2 checkpoint with --rule-hint, or this one
+    with --features alone, is refused."""
+    from agents.ppo import INPUT_SIZES, VERSION_RULE, PPOAgent
+    from zhuoji_env import observation
+
+    common = dict(
+        num_envs=16, num_steps=32, num_minibatches=2, update_epochs=1, eval_every=1,
+        eval_opponents="rule", eval_deals=1, hidden=16, progress=False, out_dir=str(tmp_path),
+        rule_hint=True, oracle_critic=True, bc_agent="rule", bc_decisions=512, bc_epochs=1,
+        pool_size=2, pool_every=1, pool_agents="rule", pool_prob=0.5,
+    )  # fmt: skip
+    ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 16 * 32))
+    net, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert ckpt["obs_version"] == VERSION_RULE == net.obs_version
+    assert ckpt["obs_size"] == INPUT_SIZES[VERSION_RULE]
+    assert ckpt["critic"]["body.0.weight"].shape[1] == ckpt["obs_size"] + observation.HIDDEN_SIZE
+    assert "--rule-hint" in ckpt["stages"][-1]["command"]
+    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
+    del resume["bc_agent"]
+    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "rule_hint": False}))
+    assert load_checkpoint(tmp_path / "latest.pt")[0].obs_version == VERSION_RULE
+    res = run_arena([PPOAgent.load(tmp_path / "latest.pt"), "rule"], 2, seed=5, progress=False)
+    assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
+    with pytest.raises(FlagError, match="keeps its observation version; drop --features"):
+        ppo_selfplay.check_args(
+            ppo_selfplay.Args(**{**resume, "rule_hint": False, "features": True})
+        )
+
+    v2 = tmp_path / "v2"
+    ppo_selfplay.train(
+        ppo_selfplay.Args(
+            **{**common, "rule_hint": False, "features": True, "bc_agent": "", "out_dir": str(v2)},
+            total_decisions=16 * 32,
+        )
+    )
+    with pytest.raises(FlagError, match="keeps its observation version; drop --rule-hint"):
+        ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v2 / "latest.pt")}))
+
+
 def test_bf16_flag_is_on_off_or_auto_where_bfloat16_is_fast(monkeypatch):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert bf16_from_flag("on", cpu) is True and bf16_from_flag("off", cpu) is False

@@ -12,7 +12,10 @@ decisions are not trained on. With ``--oracle-critic`` the values come from a se
 that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
 :meth:`SelfPlayVecEnv.hidden`), while the policy still sees only its observation. With
 ``--features`` the network reads ``zhuoji-obs-v2``, the observation and the blocks derived from
-it (:func:`~zhuoji_env.observation.with_features`); the pool's fixed agents still get v1.
+it (:func:`~zhuoji_env.observation.with_features`); with ``--rule-hint`` it reads
+``zhuoji-obs-v2+rule``, v2 followed by the ``rule`` agent's advice (the action it would take and
+how far below its best it scores each other one, :class:`~agents.ppo.NetInput`), so that the
+policy learns where to depart from ``rule``; the pool's fixed agents still get v1.
 Every flag is checked before any work starts or any folder is made (:func:`check_args`); a bad
 one exits with status 2 and a message naming it.
 
@@ -64,7 +67,14 @@ import torch
 
 from agents import make_agent
 from agents.arena import against_each
-from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, net_input, save_checkpoint
+from agents.ppo import (
+    VERSION_RULE,
+    NetInput,
+    PolicyNet,
+    PPOAgent,
+    load_checkpoint,
+    save_checkpoint,
+)
 from training.cli import (
     INT_NON_NEGATIVE,
     INT_POSITIVE,
@@ -151,6 +161,10 @@ class Args:
     """the network reads zhuoji-obs-v2: the observation and the blocks derived from it (unseen
     tiles per kind, passports, the value and live count of each wait; observation.features);
     a resumed run keeps its checkpoint's observation version"""
+    rule_hint: bool = False
+    """the network reads zhuoji-obs-v2+rule: v2 and the advice of the rule agent (its action,
+    and how far below its best it scores each other action; agents.ppo.NetInput), so the policy
+    learns where to depart from rule; costs about 100 us a decision"""
     seed: int = 1
     """seed of the deals, the network and the sampling"""
     torch_threads: int = 1
@@ -290,10 +304,12 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
         net, ckpt = resumed
-        if args.features and net.obs_version != VERSION_V2:
+        wanted = input_version(args)
+        if wanted != VERSION and net.obs_version != wanted:
+            flag = "--rule-hint" if args.rule_hint else "--features"
             raise FlagError(
-                f"--features: --resume {args.resume!r} was trained on {net.obs_version}, and "
-                "a resumed run keeps its observation version; drop --features"
+                f"{flag}: --resume {args.resume!r} was trained on {net.obs_version}, and "
+                f"a resumed run keeps its observation version; drop {flag}"
             )
         if args.oracle_critic and "critic" in ckpt:
             try:
@@ -339,14 +355,20 @@ def progress(update: int, num_updates: int | None, elapsed: float, time_limit: f
     return min(done, 1.0)
 
 
+def input_version(args: Args) -> str:
+    """The input the flags ask the network to read: v1, v2 (``--features``) or v2+rule."""
+    return VERSION_RULE if args.rule_hint else VERSION_V2 if args.features else VERSION
+
+
 def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
     """``args.bc_agent``'s self-play, observed as ``net`` reads it."""
     agent = make_agent(args.bc_agent, seed=args.seed, rules=rules)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
     steps = max(1, args.bc_decisions // args.num_envs)
     demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
-    seen = net_input(net, demos.obs.reshape(-1, demos.obs.shape[-1]), rules.pattern_table)
-    return demos._replace(obs=seen.reshape(steps, env.num_envs, -1))
+    read = NetInput(net.obs_version, rules)
+    seen = [read(o, m) for o, m in zip(demos.obs, demos.mask, strict=True)]
+    return demos._replace(obs=np.stack(seen))
 
 
 def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
@@ -640,8 +662,8 @@ def run(
     B = args.num_envs // size
     env = SelfPlayVecEnv(B, rules, seed=seed, reward_scale=args.reward_scale)
     n, T = rules.num_players, args.num_steps
-    version = VERSION_V2 if args.features else VERSION
-    net, ckpt = resumed or (PolicyNet(args.hidden, version), {})
+    net, ckpt = resumed or (PolicyNet(args.hidden, input_version(args)), {})
+    read = NetInput(net.obs_version, rules)
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     critic = None
@@ -743,7 +765,7 @@ def run(
         r = Rollout(T, B, env.step_id, hidden_size, net.in_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
-            o = torch.from_numpy(net_input(net, obs, rules.pattern_table))
+            o = torch.from_numpy(read(obs, masks))
             m = torch.from_numpy(masks)
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
             with torch.inference_mode():
