@@ -388,6 +388,32 @@ def test_behaviour_cloning_lowers_its_held_out_loss(one_torch_thread):
         )
 
 
+def test_label_smoothing_keeps_the_clone_exploring_at_the_share_asked(one_torch_thread):
+    """With smoothing e the target is (1 - e) on the demonstrated action and e spread over the
+    legal ones: the clone still picks the demonstrated action, but puts about 1 - e + e / n on
+    it on average (n legal actions) instead of nearly all. Smoothing over all 86 actions (the
+    illegal ones' share lost to the mask) would leave about 0.97, none at all 1.0."""
+    env = SelfPlayVecEnv(8, seed=0)
+    demos = collect_demonstrations(_LastLegal(), env, steps=50, seed=0)
+    ho_mask = torch.from_numpy(demos.mask[:, 7])
+    ho_act = torch.from_numpy(demos.act[:, 7])
+    fits, probs = {}, {}
+    for e in (0.0, 0.3):
+        torch.manual_seed(0)
+        net = PolicyNet(16)
+        fits[e] = behaviour_clone(
+            net, demos, epochs=30, vf_coef=0.5, seed=0, batch_size=32, lr=1e-2, smoothing=e
+        )
+        with torch.no_grad():
+            logits, _ = net(torch.from_numpy(demos.obs[:, 7]), ho_mask)
+        probs[e] = torch.softmax(logits, -1).gather(1, ho_act[:, None])[:, 0].numpy()
+    n = ho_mask.sum(-1).numpy()
+    assert fits[0.3]["held_out_accuracy"] > 0.9 and fits[0.0]["held_out_accuracy"] > 0.9
+    assert probs[0.0].mean() > 0.97
+    assert abs(probs[0.3].mean() - (0.7 + 0.3 / n).mean()) < 0.05
+    assert fits[0.3]["held_out_entropy"] > 3 * fits[0.0]["held_out_entropy"]
+
+
 def test_a_decision_open_at_the_rollout_boundary_is_trained_in_the_next():
     """Game 0 finished everything but its last decision, game 1 left rows 1 and 3 open: the next
     rollout starts with rows 1-3 (step ids 11-13), marks the finished ones as trained, and a

@@ -352,6 +352,8 @@ PPO_BAD_FLAGS = [
     (["--bc-agent", "greedyy"], "--bc-agent 'greedyy': unknown agent spec"),
     (["--bc-coef", "0.5"], "--bc-coef 0.5: keeps cloning .*so it needs --bc-agent"),
     (["--bc-agent", "rule", "--bc-coef", "-1"], "--bc-coef -1.0: must be a finite number >= 0"),
+    (["--bc-smoothing", "0.1"], "--bc-smoothing 0.1: smooths the cloning .*needs --bc-agent"),
+    (["--bc-agent", "rule", "--bc-smoothing", "1.5"], "--bc-smoothing 1.5: must be a number in"),
     (["--pool-agents", "rule,rul"], "--pool-agents 'rule,rul': unknown agent spec"),
     (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
     (

@@ -459,13 +459,17 @@ def behaviour_clone(
     held_out_share: float = 0.1,
     batch_size: int = 1024,
     lr: float = 1e-3,
+    smoothing: float = 0.0,
 ) -> dict:
     """Fit ``net``'s policy to ``demos`` (cross-entropy over the masked logits) and its value to
-    the hand returns, with Adam, for ``epochs`` passes.
+    the hand returns, with Adam, for ``epochs`` passes. With ``smoothing`` the policy's target
+    puts that share evenly on the legal actions and the rest on the demonstrated one (label
+    smoothing), so a clone of a deterministic player keeps some entropy to explore with.
 
     The last ``held_out_share`` of the games (at least one; ``demos`` needs two or more) is held
     out: the returned cross-entropy before and after the fit and the accuracy (argmax equals the
-    demonstrated action) are measured on those games, which the fit never sees."""
+    demonstrated action) and the policy's mean entropy are measured on those games, which the
+    fit never sees."""
     B = demos.act.shape[1]
     if B < 2:
         raise ValueError(f"behaviour cloning holds out whole games and needs >= 2, got {B}")
@@ -486,9 +490,11 @@ def behaviour_clone(
     def held_out():
         logits, _ = net(ho, hm)
         loss = nn.functional.cross_entropy(logits, ha).item()
-        return loss, (logits.argmax(-1) == ha).float().mean().item()
+        logp = torch.log_softmax(logits, -1)
+        entropy = -(logp.exp() * logp).sum(-1).mean().item()
+        return loss, (logits.argmax(-1) == ha).float().mean().item(), entropy
 
-    before, _ = held_out()
+    before, _, _ = held_out()
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
@@ -496,15 +502,19 @@ def behaviour_clone(
         for j in perm.split(batch_size):
             logits, value = net(o[j], m[j])
             vl = ((value - r[j]) ** 2 * v[j]).sum() / v[j].sum().clamp(min=1)
-            loss = nn.functional.cross_entropy(logits, a[j]) + vf_coef * vl
+            target = nn.functional.one_hot(a[j], NUM_ACTIONS) * (1 - smoothing)
+            target = target + smoothing * m[j] / m[j].sum(-1, keepdim=True)
+            ce = -(target * torch.log_softmax(logits, -1)).sum(-1).mean()
+            loss = ce + vf_coef * vl
             opt.zero_grad()
             loss.backward()
             opt.step()
-    after, accuracy = held_out()
+    after, accuracy, entropy = held_out()
     return {
         "decisions": int(a.numel()),
         "held_out_decisions": int(ha.numel()),
         "held_out_loss_before": before,
         "held_out_loss": after,
         "held_out_accuracy": accuracy,
+        "held_out_entropy": entropy,
     }

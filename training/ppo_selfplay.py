@@ -191,6 +191,9 @@ class Args:
     """decisions of the imitated agent's self-play to clone"""
     bc_epochs: int = 3
     """passes over the cloned decisions"""
+    bc_smoothing: float = 0.0
+    """label smoothing of the cloning: the target is this share spread evenly over the legal
+    actions, the rest on the demonstrated one, so the clone keeps exploring (0: off)"""
     bc_coef: float = 0.0
     """keep cloning during PPO: this weight x the cross entropy toward the --bc-agent's
     demonstrations, on a quarter-minibatch of them drawn at every step (0: off)"""
@@ -256,6 +259,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "bc_decisions": INT_POSITIVE,
             "bc_epochs": INT_POSITIVE,
             "bc_coef": NON_NEGATIVE,
+            "bc_smoothing": UNIT,
             "eval_every": INT_NON_NEGATIVE,
             "eval_deals": INT_POSITIVE,
             "save_every": INT_NON_NEGATIVE,
@@ -287,6 +291,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
+    if args.bc_smoothing and not args.bc_agent:
+        raise FlagError(
+            f"--bc-smoothing {args.bc_smoothing}: smooths the cloning of --bc-agent, so it "
+            "needs --bc-agent"
+        )
     if args.bc_coef and not args.bc_agent:
         raise FlagError(
             f"--bc-coef {args.bc_coef}: keeps cloning the --bc-agent's demonstrations during "
@@ -373,12 +382,19 @@ def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
 
 def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
     """Warm start: fit ``net`` to the ``demos`` of ``args.bc_agent`` (:func:`behaviour_clone`)."""
-    fit = behaviour_clone(net, demos, epochs=args.bc_epochs, vf_coef=args.vf_coef, seed=args.seed)
+    fit = behaviour_clone(
+        net,
+        demos,
+        epochs=args.bc_epochs,
+        vf_coef=args.vf_coef,
+        seed=args.seed,
+        smoothing=args.bc_smoothing,
+    )
     print(
         f"behaviour cloning of {args.bc_agent}: {fit['decisions']:,} decisions; held-out games "
         f"({fit['held_out_decisions']:,} decisions): cross-entropy "
         f"{fit['held_out_loss_before']:.3f} -> {fit['held_out_loss']:.3f}, "
-        f"accuracy {fit['held_out_accuracy']:.3f}",
+        f"accuracy {fit['held_out_accuracy']:.3f}, entropy {fit['held_out_entropy']:.3f}",
         flush=True,
     )
     return fit
@@ -697,6 +713,7 @@ def run(
             demos = demonstrations(net, args, rules)
             fit = clone_agent(net, args, demos)
             stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
+            stage["bc_held_out_entropy"] = fit["held_out_entropy"]
         if group:
             group.broadcast_parameters(net)
     elif args.bc_coef and lead:  # resumed: the demonstrations again, without refitting
