@@ -500,6 +500,10 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     assert bench_learner.main(argv) == 0
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert res["settings"]["features"] is True and res["decisions"] == 32
+    argv = ["--updates", "1", "--num-envs", "4", "--num-steps", "8", "--rule-hint", "--json"]
+    assert bench_learner.main(argv) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["settings"]["rule_hint"] is True and res["decisions"] == 32
 
 
 @pytest.mark.skipif(

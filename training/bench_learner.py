@@ -1,7 +1,8 @@
 """Decisions trained per second by ``training.ppo_selfplay``, split by phase.
 
     python -m training.bench_learner [--updates 3] [--num-envs 256] [--num-steps 128]
-                                     [--bf16 auto|on|off] [--features] [--processes 1]
+                                     [--bf16 auto|on|off] [--features] [--rule-hint]
+                                     [--processes 1]
                                      [--device cpu] [--json]
 
 Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
@@ -11,7 +12,8 @@ and of CPU time: ``env`` (the vector environment's steps), ``inference`` (the ro
 passes, sampling and buffer writes), ``update`` (advantages and the PPO update), ``other`` (the
 rest of the loop: logging and a rollout's new buffers). CPU time is the steadier figure on a
 machine shared with other work. ``--features`` measures a network on ``zhuoji-obs-v2`` (its
-derived blocks are computed in ``inference``).
+derived blocks are computed in ``inference``), ``--rule-hint`` one on ``zhuoji-obs-v2+rule``
+(``rule``'s advice too is computed there).
 ``--processes P`` trains data-parallel in P processes (one per core): the wall seconds are the
 first process's (each process spends them on its own share of the games; waiting for the
 others' gradients counts as ``update``), the CPU seconds are summed over the processes.
@@ -39,6 +41,7 @@ def measure(
     seed: int,
     features: bool = False,
     processes: int = 1,
+    rule_hint: bool = False,
 ) -> dict:
     """Train ``updates`` updates and return the decisions and the seconds of each phase."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,6 +59,7 @@ def measure(
                 bf16=bf16,
                 device=device,
                 features=features,
+                rule_hint=rule_hint,
                 processes=processes,
             )
         )
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         help="bfloat16 autocast of the update (auto: where it is fast)",
     )
     p.add_argument("--features", action="store_true", help="a network on zhuoji-obs-v2")
+    p.add_argument(
+        "--rule-hint", action="store_true", help="a network on zhuoji-obs-v2+rule (rule's advice)"
+    )
     p.add_argument("--processes", type=int, default=1, help="data-parallel processes")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1)
@@ -99,7 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.num_envs % a.processes:
         p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
     res = measure(
-        a.updates, a.num_envs, a.num_steps, a.bf16, a.device, a.seed, a.features, a.processes
+        a.updates,
+        a.num_envs,
+        a.num_steps,
+        a.bf16,
+        a.device,
+        a.seed,
+        a.features,
+        a.processes,
+        a.rule_hint,
     )
     res["settings"] = {
         "updates": a.updates,
@@ -107,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         "num_steps": a.num_steps,
         "bf16": res["bf16"],
         "features": a.features,
+        "rule_hint": a.rule_hint,
         "processes": a.processes,
         "device": a.device,
         "torch": torch.__version__,
@@ -117,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"learner, {a.updates} updates of {a.num_envs} games x {a.num_steps} steps, "
-        f"bf16={res['bf16']}, features={a.features}, processes={a.processes}, device={a.device}: "
+        f"bf16={res['bf16']}, features={a.features}, rule_hint={a.rule_hint}, "
+        f"processes={a.processes}, device={a.device}: "
         f"{res['decisions']:,} decisions "
         f"({res['trained_decisions']:,} trained)"
     )
