@@ -353,6 +353,8 @@ PPO_BAD_FLAGS = [
     (["--bc-coef", "0.5"], "--bc-coef 0.5: keeps cloning .*so it needs --bc-agent"),
     (["--bc-agent", "rule", "--bc-coef", "-1"], "--bc-coef -1.0: must be a finite number >= 0"),
     (["--bc-smoothing", "0.1"], "--bc-smoothing 0.1: smooths the cloning .*needs --bc-agent"),
+    (["--bc-sees-hint"], "--bc-sees-hint: shows rule's advice .*needs --bc-agent and --rule-hint"),
+    (["--bc-agent", "rule", "--bc-sees-hint"], "--bc-sees-hint: .*needs --bc-agent and --rule"),
     (["--bc-agent", "rule", "--bc-smoothing", "1.5"], "--bc-smoothing 1.5: must be a number in"),
     (["--pool-agents", "rule,rul"], "--pool-agents 'rule,rul': unknown agent spec"),
     (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
@@ -688,6 +690,32 @@ def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path
     )
     with pytest.raises(FlagError, match="keeps its observation version; drop --rule-hint"):
         ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v2 / "latest.pt")}))
+
+
+@pytest.mark.parametrize("sees", [False, True])
+def test_the_clone_of_a_rule_hint_network_sees_the_advice_only_when_asked(sees, one_torch_thread):
+    """By default the advice is blanked in the demonstrations and its first-layer weights are
+    zero after cloning (PPO starts from the plain clone); --bc-sees-hint fits it in view."""
+    from agents.ppo import VERSION_RULE, PolicyNet
+    from zhuoji_env.rules import Rules
+
+    args = ppo_selfplay.Args(
+        rule_hint=True, bc_agent="rule", bc_decisions=512, bc_epochs=1, num_envs=16,
+        bc_sees_hint=sees,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    net = PolicyNet(16, VERSION_RULE)
+    demos = ppo_selfplay.demonstrations(net, args, Rules.make("guiyang"))
+    hint = demos.obs[..., ppo_selfplay.HINT_START :]
+    n = demos.act.size
+    if sees:  # rule_choice is one-hot at the demonstrated action
+        assert np.array_equal(hint[..., :86].argmax(-1), demos.act) and hint.sum() > n
+    else:
+        assert not hint.any()
+    ppo_selfplay.clone_agent(net, args, demos)
+    w = net.body[0].weight[:, ppo_selfplay.HINT_START :]
+    assert bool((w != 0).any()) == sees
+    assert (net.body[0].weight[:, : ppo_selfplay.HINT_START] != 0).any()
 
 
 def test_bf16_flag_is_on_off_or_auto_where_bfloat16_is_fast(monkeypatch):

@@ -109,8 +109,10 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, OBS_SIZES, VERSION, VERSION_V2
 from zhuoji_env.rules import Rules
+
+HINT_START = OBS_SIZES[VERSION_V2]  # where rule's advice starts in a zhuoji-obs-v2+rule input
 
 
 @dataclass
@@ -191,6 +193,11 @@ class Args:
     """decisions of the imitated agent's self-play to clone"""
     bc_epochs: int = 3
     """passes over the cloned decisions"""
+    bc_sees_hint: bool = False
+    """with --rule-hint: the clone is fitted to the demonstrations with rule's advice in view
+    (it then copies it exactly); by default the advice is blanked while cloning and its
+    first-layer weights start at zero, so PPO starts from the plain v2 clone and learns what the
+    advice is worth"""
     bc_smoothing: float = 0.0
     """label smoothing of the cloning: the target is this share spread evenly over the legal
     actions, the rest on the demonstrated one, so the clone keeps exploring (0: off)"""
@@ -291,6 +298,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
+    if args.bc_sees_hint and not (args.bc_agent and args.rule_hint):
+        raise FlagError(
+            "--bc-sees-hint: shows rule's advice to the clone, so it needs --bc-agent and "
+            "--rule-hint"
+        )
     if args.bc_smoothing and not args.bc_agent:
         raise FlagError(
             f"--bc-smoothing {args.bc_smoothing}: smooths the cloning of --bc-agent, so it "
@@ -376,12 +388,16 @@ def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
     steps = max(1, args.bc_decisions // args.num_envs)
     demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
     read = NetInput(net.obs_version, rules)
-    seen = [read(o, m) for o, m in zip(demos.obs, demos.mask, strict=True)]
-    return demos._replace(obs=np.stack(seen))
+    seen = np.stack([read(o, m) for o, m in zip(demos.obs, demos.mask, strict=True)])
+    if net.obs_version == VERSION_RULE and not args.bc_sees_hint:
+        seen[..., HINT_START:] = 0.0
+    return demos._replace(obs=seen)
 
 
 def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
-    """Warm start: fit ``net`` to the ``demos`` of ``args.bc_agent`` (:func:`behaviour_clone`)."""
+    """Warm start: fit ``net`` to the ``demos`` of ``args.bc_agent`` (:func:`behaviour_clone`);
+    a ``--rule-hint`` network fitted without the advice in view then starts with zero weights
+    on it."""
     fit = behaviour_clone(
         net,
         demos,
@@ -390,6 +406,9 @@ def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
         seed=args.seed,
         smoothing=args.bc_smoothing,
     )
+    if net.obs_version == VERSION_RULE and not args.bc_sees_hint:
+        with torch.no_grad():
+            net.body[0].weight[:, HINT_START:] = 0.0
     print(
         f"behaviour cloning of {args.bc_agent}: {fit['decisions']:,} decisions; held-out games "
         f"({fit['held_out_decisions']:,} decisions): cross-entropy "
