@@ -47,11 +47,11 @@ demo: venv
 	$(PY) -m training.demo
 
 # The best one-hour recipe measured here (README, "Trained policies and learning results"):
-# clone rule, then 48 minutes of PPO on the v2 observation in two data-parallel processes, the
-# update in bfloat16 where the CPU has bf16 units (about 51 minutes on two cores), then the
-# arena against rule by sampling and by argmax.
+# clone rule, then 48 minutes of PPO on the v2 observation and rule's advice (--rule-hint) in
+# two data-parallel processes, the update in bfloat16 where the CPU has bf16 units (about 51
+# minutes on two cores), then the arena against rule by sampling and by argmax.
 hour: venv
-	$(PY) -m training.ppo_selfplay --features --bc-agent rule --bc-decisions 400000 \
+	$(PY) -m training.ppo_selfplay --rule-hint --bc-agent rule --bc-decisions 400000 \
 		--bc-epochs 6 --time-limit 48 --lr 1e-4 --ent-coef 0.003 --seed 7 --eval-every 0 \
 		--eval-opponents '' --save-every 25 --processes 2 --out-dir runs/hour
 	$(PY) -m agents.arena --agents ppo:runs/hour/latest.pt,rule --deals 2000 --seed 2033

@@ -107,8 +107,14 @@ def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, c
     with pytest.raises(ValueError, match=f"size {OBS_SIZE}, .* zhuoji-obs-v2 with {OBS_SIZE + 85}"):
         load_checkpoint(tmp_path / "v2.pt")
     torch.save(dict(raw, obs_version="v0"), tmp_path / "old.pt")
-    with pytest.raises(ValueError, match="'v0', this package reads 'zhuoji-obs-v1' and 'zhu"):
+    reads = "'zhuoji-obs-v1', 'zhuoji-obs-v2', 'zhuoji-obs-v2\\+rule'"
+    with pytest.raises(ValueError, match=f"'v0', this package reads {reads}"):
         load_checkpoint(tmp_path / "old.pt")
+    hinted = dict(raw, obs_version="zhuoji-obs-v2+rule")  # a v1 network under the advice's label
+    torch.save(hinted, tmp_path / "hinted.pt")
+    size = OBS_SIZE + 85 + 172
+    with pytest.raises(ValueError, match=f"size {OBS_SIZE}, .* zhuoji-obs-v2\\+rule with {size}"):
+        load_checkpoint(tmp_path / "hinted.pt")
     bias = raw["model"]["pi.bias"].clone()
     bias[3] = float("nan")
     torch.save(dict(raw, model=dict(raw["model"], **{"pi.bias": bias})), tmp_path / "nan.pt")
