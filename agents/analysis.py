@@ -34,6 +34,7 @@ import pandas as pd
 from agents.arena import deal_walls, game_stats, labels_of, seatings
 from agents.base import Agent
 from agents.registry import make_agent
+from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import deltas, record_of
@@ -380,6 +381,12 @@ def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) 
     ``label``'s decisions, the share of decisions whose most likely action changes and the mean
     total-variation distance between the policies, sorted by that distance."""
     agent = play.agent(label)
+    if getattr(getattr(agent, "net", None), "obs_version", None) == VERSION_RULE:
+        raise ValueError(
+            f"agent {label!r} reads rule's advice ({VERSION_RULE}), which is worked out from the "
+            "observation: zeroing a block would change the advice too, so blocks cannot be "
+            "ablated one at a time"
+        )
     sel = np.flatnonzero(play.decisions["agent"].to_numpy() == label)
     obs, mask = play.obs[sel], play.masks[sel]
     base = policy_outputs(agent, obs, mask)

@@ -31,14 +31,13 @@ import torch
 from torch import nn
 
 from agents.base import Agent
-from agents.rule import RuleAgent
+from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
 DEVICES = ("auto", "cpu", "cuda")
-VERSION_RULE = "zhuoji-obs-v2+rule"
 INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: OBS_SIZES[VERSION_V2] + 2 * NUM_ACTIONS}
 """Size of each input a network may read: the observation versions, and ``zhuoji-obs-v2+rule``
 (:class:`NetInput`)."""

@@ -79,6 +79,9 @@ from zhuoji_env.observation import block
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI, prev_kind
 
+VERSION_RULE = "zhuoji-obs-v2+rule"
+"""The input of a network that reads this agent's advice (:meth:`RuleAgent.advice`) beside the
+v2 observation: ``agents.ppo.NetInput``."""
 _PREV = prev_kind(np.arange(NUM_KINDS))
 _RANK_WAIT = np.array([0.05, 0.08, 0.11, 0.12, 0.12, 0.12, 0.11, 0.08, 0.05])
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
@@ -240,7 +243,9 @@ class RuleAgent(Agent):
     def advice(self, obs, mask) -> tuple[np.ndarray, np.ndarray]:
         """``(actions [k], scores [k, 86])``: what the agent plays, and the score (expected
         points, :meth:`evaluate` less the deal-in risk) of every action it weighed, NaN for the
-        others (forced choices: a win, 报听, a pass with nothing to weigh; illegal actions). A
+        others: illegal actions, and legal ones it decides without weighing (a win, or a pass
+        where a win is all there is; 报听 taken or declined by its own test, and the pass left
+        after a win it may not take). A
         pong's score is that of its best discard after it. ``obs`` and ``mask`` as for
         :meth:`act`, already checked."""
         k = obs.shape[0]

@@ -166,7 +166,7 @@ class SparseRowsLinear(torch.autograd.Function):
 class Batch(NamedTuple):
     """The learner's decisions of one rollout, flattened: tensors of length N."""
 
-    obs: torch.Tensor  # float32 [N, OBS_SIZE] (or the v2 size: what the network reads)
+    obs: torch.Tensor  # float32 [N, OBS_SIZE] (or the v2, v2+rule size: what the network reads)
     mask: torch.Tensor  # bool [N, 86]
     act: torch.Tensor  # int64 [N]
     logp: torch.Tensor  # float32 [N]: log-probability when sampled

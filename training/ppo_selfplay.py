@@ -166,7 +166,7 @@ class Args:
     rule_hint: bool = False
     """the network reads zhuoji-obs-v2+rule: v2 and the advice of the rule agent (its action,
     and how far below its best it scores each other action; agents.ppo.NetInput), so the policy
-    learns where to depart from rule; costs about 100 us a decision"""
+    learns where to depart from rule; costs about 150 us a decision"""
     seed: int = 1
     """seed of the deals, the network and the sampling"""
     torch_threads: int = 1
@@ -199,8 +199,9 @@ class Args:
     first-layer weights start at zero, so PPO starts from the plain v2 clone and learns what the
     advice is worth"""
     bc_smoothing: float = 0.0
-    """label smoothing of the cloning: the target is this share spread evenly over the legal
-    actions, the rest on the demonstrated one, so the clone keeps exploring (0: off)"""
+    """label smoothing of the warm-start cloning (not of the --bc-coef term): the target is this
+    share spread evenly over the legal actions, the rest on the demonstrated one, so the clone
+    keeps exploring (0: off)"""
     bc_coef: float = 0.0
     """keep cloning during PPO: this weight x the cross entropy toward the --bc-agent's
     demonstrations, on a quarter-minibatch of them drawn at every step (0: off)"""
@@ -303,15 +304,20 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "--bc-sees-hint: shows rule's advice to the clone, so it needs --bc-agent and "
             "--rule-hint"
         )
-    if args.bc_smoothing and not args.bc_agent:
+    if args.bc_smoothing and (not args.bc_agent or args.resume):
         raise FlagError(
-            f"--bc-smoothing {args.bc_smoothing}: smooths the cloning of --bc-agent, so it "
-            "needs --bc-agent"
+            f"--bc-smoothing {args.bc_smoothing}: smooths the warm-start cloning of "
+            "--bc-agent, so it needs --bc-agent and a fresh run (a resumed run does not clone)"
         )
     if args.bc_coef and not args.bc_agent:
         raise FlagError(
             f"--bc-coef {args.bc_coef}: keeps cloning the --bc-agent's demonstrations during "
             "PPO, so it needs --bc-agent"
+        )
+    if args.bc_coef and args.rule_hint and not args.bc_sees_hint:
+        raise FlagError(
+            f"--bc-coef {args.bc_coef}: with --rule-hint the clone term would fit demonstrations "
+            "with rule's advice blanked while the policy plays with it; add --bc-sees-hint"
         )
     check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
     check_agent_specs(
@@ -325,6 +331,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
         net, ckpt = resumed
+        if args.bc_coef and net.obs_version == VERSION_RULE and not args.rule_hint:
+            raise FlagError(
+                f"--bc-coef {args.bc_coef}: --resume {args.resume!r} reads rule's advice; pass "
+                "--rule-hint (and --bc-sees-hint) so that the clone term sees it as the policy does"
+            )
         wanted = input_version(args)
         if wanted != VERSION and net.obs_version != wanted:
             flag = "--rule-hint" if args.rule_hint else "--features"
@@ -382,16 +393,18 @@ def input_version(args: Args) -> str:
 
 
 def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
-    """``args.bc_agent``'s self-play, observed as ``net`` reads it."""
+    """``args.bc_agent``'s self-play, observed as ``net`` reads it, but for ``rule``'s advice
+    to a ``--rule-hint`` network: zeros unless ``--bc-sees-hint``."""
     agent = make_agent(args.bc_agent, seed=args.seed, rules=rules)
     env = SelfPlayVecEnv(args.num_envs, rules, seed=args.seed + 1, reward_scale=args.reward_scale)
     steps = max(1, args.bc_decisions // args.num_envs)
     demos = collect_demonstrations(agent, env, steps, seed=args.seed + 1)
-    read = NetInput(net.obs_version, rules)
+    blank = net.obs_version == VERSION_RULE and not args.bc_sees_hint
+    read = NetInput(VERSION_V2 if blank else net.obs_version, rules)
     seen = np.stack([read(o, m) for o, m in zip(demos.obs, demos.mask, strict=True)])
-    if net.obs_version == VERSION_RULE and not args.bc_sees_hint:
-        seen[..., HINT_START:] = 0.0
-    return demos._replace(obs=seen)
+    if blank:  # the advice's blocks, left at zero
+        seen = np.concatenate([seen, np.zeros((*seen.shape[:2], net.in_size - HINT_START))], -1)
+    return demos._replace(obs=seen.astype(np.float32, copy=False))
 
 
 def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
@@ -445,7 +458,7 @@ class Rollout:
     ):
         self.first_id = first_id
         self.carried = 0
-        self.obs = torch.zeros((T, B, obs_size))  # what the network read (v1 or v2)
+        self.obs = torch.zeros((T, B, obs_size))  # what the network read (v1, v2 or v2+rule)
         self.hidden = torch.zeros((T, B, hidden_size))  # for an oracle critic (else size 0)
         self.mask = torch.zeros((T, B, NUM_ACTIONS), dtype=torch.bool)
         self.act = torch.zeros((T, B), dtype=torch.long)
