@@ -100,6 +100,7 @@ def _split_update(rank: int, store: str, out: str, clone: bool) -> None:
         term = _clone() if clone and rank == 0 else None
         stats = _update(net, part, np.random.default_rng(rank), ProcessGroup(), term)
         torch.save({"model": net.state_dict(), "stats": stats}, f"{out}/{rank}.pt")
+        dist.barrier()  # neither tears gloo down while the other may still use it
     finally:
         dist.destroy_process_group()
 
