@@ -38,7 +38,9 @@ from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
 DEVICES = ("auto", "cpu", "cuda")
-INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: OBS_SIZES[VERSION_V2] + 2 * NUM_ACTIONS}
+HINT_START = OBS_SIZES[VERSION_V2]
+"""Where ``rule``'s advice starts in a ``zhuoji-obs-v2+rule`` input (after the v2 blocks)."""
+INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: HINT_START + 2 * NUM_ACTIONS}
 """Size of each input a network may read: the observation versions, and ``zhuoji-obs-v2+rule``
 (:class:`NetInput`)."""
 

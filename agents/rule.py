@@ -245,9 +245,8 @@ class RuleAgent(Agent):
         points, :meth:`evaluate` less the deal-in risk) of every action it weighed, NaN for the
         others: illegal actions, and legal ones it decides without weighing (a win, or a pass
         where a win is all there is; 报听 taken or declined by its own test, and the pass left
-        after a win it may not take). A
-        pong's score is that of its best discard after it. ``obs`` and ``mask`` as for
-        :meth:`act`, already checked."""
+        after a win it may not take). A pong's score is that of its best discard after it.
+        ``obs`` and ``mask`` as for :meth:`act`, already checked."""
         k = obs.shape[0]
         out = np.full(k, -1, dtype=np.int64)
         scores = np.full((k, A.NUM_ACTIONS), np.nan)

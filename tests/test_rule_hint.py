@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from agents.ppo import (
+    HINT_START,
     INPUT_SIZES,
     VERSION_RULE,
     NetInput,
@@ -74,7 +75,7 @@ def test_rule_hint_blocks_say_what_rule_plays_and_how_far_the_rest_fall_behind()
     x = read(obs, mask)
     assert x.shape == (len(obs), INPUT_SIZES[VERSION_RULE]) and x.dtype == np.float32
     v2 = OBS_SIZES[VERSION_V2]
-    assert INPUT_SIZES[VERSION_RULE] == v2 + 2 * N
+    assert HINT_START == v2 and INPUT_SIZES[VERSION_RULE] == v2 + 2 * N
     assert np.array_equal(x[:, :v2], with_features(obs, rules.pattern_table))
     choice, gap = x[:, v2 : v2 + N], x[:, v2 + N :]
     acts, scores = RuleAgent(rules=rules).advice(obs, mask)
@@ -107,7 +108,7 @@ def test_the_gap_is_counted_in_the_presets_plain_hand_value():
 def _copy_rule_net(hidden: int = 96) -> PolicyNet:
     """A v2+rule network whose logits are 50 x ``rule_choice``: it plays what rule advises."""
     net = PolicyNet(hidden, VERSION_RULE)
-    v2 = OBS_SIZES[VERSION_V2]
+    v2 = HINT_START
     with torch.no_grad():
         for p in net.parameters():
             p.zero_()

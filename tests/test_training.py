@@ -704,7 +704,7 @@ def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path
 def test_the_clone_of_a_rule_hint_network_sees_the_advice_only_when_asked(sees, one_torch_thread):
     """By default the advice is blanked in the demonstrations and its first-layer weights are
     zero after cloning (PPO starts from the plain clone); --bc-sees-hint fits it in view."""
-    from agents.ppo import VERSION_RULE, PolicyNet
+    from agents.ppo import HINT_START, VERSION_RULE, PolicyNet
     from zhuoji_env.rules import Rules
 
     args = ppo_selfplay.Args(
@@ -714,20 +714,20 @@ def test_the_clone_of_a_rule_hint_network_sees_the_advice_only_when_asked(sees, 
     torch.manual_seed(0)
     net = PolicyNet(16, VERSION_RULE)
     demos = ppo_selfplay.demonstrations(net, args, Rules.make("guiyang"))
-    hint = demos.obs[..., ppo_selfplay.HINT_START :]
+    hint = demos.obs[..., HINT_START:]
     n = demos.act.size
     if sees:  # rule_choice is one-hot at the demonstrated action
         assert np.array_equal(hint[..., :86].argmax(-1), demos.act) and hint.sum() > n
     else:
         assert not hint.any()
-    before = net.body[0].weight[:, ppo_selfplay.HINT_START :].clone()
+    before = net.body[0].weight[:, HINT_START:].clone()
     ppo_selfplay.clone_agent(net, args, demos)
-    w = net.body[0].weight[:, ppo_selfplay.HINT_START :]
+    w = net.body[0].weight[:, HINT_START:]
     if sees:  # fitted with the advice in view: its weights moved
         assert (w != before).float().mean() > 0.5
     else:
         assert not w.any()
-    assert (net.body[0].weight[:, : ppo_selfplay.HINT_START] != 0).any()
+    assert (net.body[0].weight[:, :HINT_START] != 0).any()
 
 
 def test_bf16_flag_is_on_off_or_auto_where_bfloat16_is_fast(monkeypatch):

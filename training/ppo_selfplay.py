@@ -68,6 +68,7 @@ import torch
 from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import (
+    HINT_START,
     VERSION_RULE,
     NetInput,
     PolicyNet,
@@ -109,10 +110,8 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, OBS_SIZES, VERSION, VERSION_V2
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2
 from zhuoji_env.rules import Rules
-
-HINT_START = OBS_SIZES[VERSION_V2]  # where rule's advice starts in a zhuoji-obs-v2+rule input
 
 
 @dataclass
@@ -403,8 +402,9 @@ def demonstrations(net: PolicyNet, args: Args, rules: Rules) -> Demonstrations:
     read = NetInput(VERSION_V2 if blank else net.obs_version, rules)
     seen = np.stack([read(o, m) for o, m in zip(demos.obs, demos.mask, strict=True)])
     if blank:  # the advice's blocks, left at zero
-        seen = np.concatenate([seen, np.zeros((*seen.shape[:2], net.in_size - HINT_START))], -1)
-    return demos._replace(obs=seen.astype(np.float32, copy=False))
+        zeros = np.zeros((*seen.shape[:2], net.in_size - HINT_START), np.float32)
+        seen = np.concatenate([seen, zeros], -1)
+    return demos._replace(obs=seen)
 
 
 def clone_agent(net: PolicyNet, args: Args, demos: Demonstrations) -> dict:
