@@ -52,7 +52,7 @@ demo: venv
 # minutes on two cores), then the arena against rule by sampling and by argmax.
 hour: venv
 	$(PY) -m training.ppo_selfplay --rule-hint --bc-agent rule --bc-decisions 400000 \
-		--bc-epochs 6 --time-limit 48 --lr 1e-4 --ent-coef 0.003 --seed 7 --eval-every 0 \
+		--bc-epochs 6 --time-limit 48 --lr 3e-4 --ent-coef 0.003 --seed 7 --eval-every 0 \
 		--eval-opponents '' --save-every 25 --processes 2 --out-dir runs/hour
 	$(PY) -m agents.arena --agents ppo:runs/hour/latest.pt,rule --deals 2000 --seed 2033
 	$(PY) -m agents.arena --agents ppo:runs/hour/latest.pt:greedy,rule --deals 2000 --seed 2033
