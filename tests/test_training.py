@@ -371,6 +371,8 @@ PPO_BAD_FLAGS = [
     (["--total-decisions", "-1"], "--total-decisions -1: must be an integer >= 0"),
     (["--device", "gpu"], "--device 'gpu': device 'gpu': must be one of auto, cpu, cuda"),
     (["--bf16", "yes"], "--bf16 'yes': must be one of auto, on, off"),
+    (["--oracle-draws", "4"], "--oracle-draws 4: shows the wall's order .*needs --oracle-critic"),
+    (["--oracle-critic", "--oracle-draws", "-1"], "--oracle-draws -1: must be an integer >= 0"),
 ]
 NO_CUDA = [(["--device", "cuda"], "--device 'cuda': device 'cuda': torch sees no CUDA device")]
 if not torch.cuda.is_available():
@@ -654,6 +656,30 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
     )
     with pytest.raises(FlagError, match="keeps its observation version; drop --features"):
         ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "resume": str(v1 / "latest.pt")}))
+
+
+def test_oracle_draws_widen_the_critic_and_a_resume_must_match_them(tmp_path):
+    """--oracle-draws D: the critic reads the observation, the hidden state and the order of the
+    wall (draws_size(D) more inputs); a resume with another D is refused, naming it."""
+    from zhuoji_env import observation
+
+    common = dict(
+        num_envs=16, num_steps=32, num_minibatches=2, update_epochs=1, eval_every=0,
+        eval_opponents="", hidden=16, progress=False, out_dir=str(tmp_path), oracle_critic=True,
+        oracle_draws=3,
+    )  # fmt: skip
+    ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 16 * 32))
+    _, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    wanted = ckpt["obs_size"] + observation.HIDDEN_SIZE + observation.draws_size(3)
+    assert ckpt["critic"]["body.0.weight"].shape[1] == wanted
+    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
+    ppo_selfplay.train(ppo_selfplay.Args(**resume))
+    assert load_checkpoint(tmp_path / "latest.pt")[1]["decisions"] == 3 * 16 * 32
+    for draws in (0, 4):
+        with pytest.raises(
+            FlagError, match=f"OracleCritic of width 16 with --oracle-draws {draws}"
+        ):
+            ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "oracle_draws": draws}))
 
 
 def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path):

@@ -179,13 +179,15 @@ class Batch(NamedTuple):
 class OracleCritic(nn.Module):
     """The value of a decision from the seat's observation and what it cannot see
     (:func:`~zhuoji_env.observation.encode_hidden`: every concealed hand, the live wall, the
-    flip tile): a critic with the full state while the policy has only the observation (oracle
-    guiding). It is trained and used for the advantages only, never to choose an action."""
+    flip tile; ``hidden_size`` larger when it also sees the order of the wall,
+    :func:`~zhuoji_env.observation.encode_draws`): a critic with the full state while the policy
+    has only the observation (oracle guiding). It is trained and used for the advantages only,
+    never to choose an action."""
 
-    def __init__(self, hidden: int = 256, obs_size: int = OBS_SIZE):
+    def __init__(self, hidden: int = 256, obs_size: int = OBS_SIZE, hidden_size: int = HIDDEN_SIZE):
         super().__init__()
         self.body = nn.Sequential(
-            nn.Linear(obs_size + HIDDEN_SIZE, hidden),
+            nn.Linear(obs_size + hidden_size, hidden),
             nn.ReLU(),
             nn.Linear(hidden, hidden),
             nn.ReLU(),

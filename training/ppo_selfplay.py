@@ -10,7 +10,8 @@ once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seat
 by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
 decisions are not trained on. With ``--oracle-critic`` the values come from a separate critic
 that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
-:meth:`SelfPlayVecEnv.hidden`), while the policy still sees only its observation. With
+:meth:`SelfPlayVecEnv.hidden`; with ``--oracle-draws`` also the order of the wall), while the
+policy still sees only its observation. With
 ``--features`` the network reads ``zhuoji-obs-v2``, the observation and the blocks derived from
 it (:func:`~zhuoji_env.observation.with_features`); with ``--rule-hint`` it reads
 ``zhuoji-obs-v2+rule``, v2 followed by the ``rule`` agent's advice (the action it would take and
@@ -110,7 +111,7 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2
+from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
 
@@ -156,6 +157,10 @@ class Args:
     oracle_critic: bool = False
     """values from a critic that also sees the hidden state (every hand, the wall), while the
     policy sees only the observation (--resume loads the checkpoint's critic when it has one)"""
+    oracle_draws: int = 0
+    """with --oracle-critic: the critic also sees the order of the wall, each seat's next
+    ORACLE_DRAWS draws and the next two replacement draws (observation.encode_draws; 0: only
+    the wall's counts)"""
     hidden: int = 256
     """width of the policy MLP (a resumed run keeps its checkpoint's)"""
     features: bool = False
@@ -256,6 +261,7 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             "shaping": NON_NEGATIVE,
             "kong_shaping": NON_NEGATIVE,
             "hidden": INT_POSITIVE,
+            "oracle_draws": INT_NON_NEGATIVE,
             "seed": INT_NON_NEGATIVE,
             "torch_threads": INT_POSITIVE,
             "processes": INT_POSITIVE,
@@ -282,6 +288,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
         raise FlagError(
             f"--num-minibatches {args.num_minibatches}: must be at most --num-envs x "
             f"--num-steps / --processes = {share} (the decisions of a rollout, per process)"
+        )
+    if args.oracle_draws and not args.oracle_critic:
+        raise FlagError(
+            f"--oracle-draws {args.oracle_draws}: shows the wall's order to the oracle critic, "
+            "so it needs --oracle-critic"
         )
     rules = rules_from_flag(args.rules)
     device = device_from_flag(args.device)
@@ -344,11 +355,12 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
             )
         if args.oracle_critic and "critic" in ckpt:
             try:
-                OracleCritic(net.hidden, net.in_size).load_state_dict(ckpt["critic"])
+                oracle_critic(net, args.oracle_draws).load_state_dict(ckpt["critic"])
             except (RuntimeError, TypeError) as exc:
                 raise FlagError(
                     f"--resume {args.resume!r}: its 'critic' is not an OracleCritic of width "
-                    f"{net.hidden} ({str(exc).splitlines()[0]})"
+                    f"{net.hidden} with --oracle-draws {args.oracle_draws} "
+                    f"({str(exc).splitlines()[0]})"
                 ) from None
         if not args.oracle_critic and "critic" in ckpt:
             raise FlagError(
@@ -356,6 +368,11 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 "value head was never trained; resume it with --oracle-critic"
             )
     return rules, resumed, device
+
+
+def oracle_critic(net: PolicyNet, draws: int) -> OracleCritic:
+    """The oracle critic of ``net`` (its width and input), seeing ``draws`` draws ahead."""
+    return OracleCritic(net.hidden, net.in_size, HIDDEN_SIZE + (draws and draws_size(draws)))
 
 
 def resumed_from(path: str, ckpt: dict) -> dict:
@@ -716,12 +733,12 @@ def run(
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
     critic = None
     if args.oracle_critic:
-        critic = OracleCritic(net.hidden, net.in_size)
+        critic = oracle_critic(net, args.oracle_draws)
         if "critic" in ckpt:
             critic.load_state_dict(ckpt["critic"])
         critic.to(device).train()
         opt.add_param_group({"params": list(critic.parameters())})
-    hidden_size = HIDDEN_SIZE if critic is not None else 0
+    hidden_size = critic.body[0].in_features - net.in_size if critic is not None else 0
     if "optimizer" in ckpt:
         if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
             opt.load_state_dict(ckpt["optimizer"])
@@ -820,7 +837,7 @@ def run(
             with torch.inference_mode():
                 action, logp, value = sample(net, o, m, device)
                 if critic is not None:
-                    h = torch.from_numpy(env.hidden())
+                    h = torch.from_numpy(env.hidden(args.oracle_draws))
                     r.hidden[t] = h
                     value = critic(o.to(device), h.to(device)).cpu().numpy()
                 for k, member in enumerate(fixed + pool):

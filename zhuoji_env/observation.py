@@ -549,6 +549,45 @@ def encode_hidden(st: State, g, seat) -> np.ndarray:
     return extra
 
 
+REPLACEMENTS_AHEAD = 2
+"""Replacement draws (补牌, from the back of the wall) that :func:`encode_draws` shows."""
+
+
+def draws_size(draws: int) -> int:
+    """Length of :func:`encode_draws` with ``draws`` front draws per seat."""
+    return (SEATS * draws + REPLACEMENTS_AHEAD) * NUM_KINDS
+
+
+def encode_draws(st: State, g, seat, draws: int) -> np.ndarray:
+    """float32 ``[k, draws_size(draws)]``: the order of the wall, which :func:`encode_hidden`
+    shows only as counts. One-hot kinds of each seat's next ``draws`` draws from the front (摸牌)
+    if play went round without claims or kongs (seats relative to ``seat``, as in
+    :func:`encode_hidden`; the seat after the turn seat draws next), then of the next
+    ``REPLACEMENTS_AHEAD`` replacement draws (补牌) from the back; tiles past the live wall are
+    all zero. Most of what a critic cannot predict from the full state is which tiles come next
+    (an oracle critic with ``--oracle-draws``). Never part of an observation."""
+    g = np.asarray(g, dtype=np.int64).reshape(-1)
+    seat = np.broadcast_to(np.asarray(seat, dtype=np.int64).reshape(-1), g.shape)
+    k, n = g.size, st.num_players
+    front = st.front[g].astype(np.int64)
+    back = st.back[g].astype(np.int64)
+    first = (st.turn_seat[g].astype(np.int64) + 1) % n  # the seat that draws next
+    rel = (seat[:, None] + np.arange(n)) % n  # absolute seat at each relative position
+    offset = (rel - first[:, None]) % n  # its place in the round of draws
+    pos = np.zeros((k, SEATS, draws), dtype=np.int64)
+    pos[:, :n] = front[:, None, None] + offset[..., None] + n * np.arange(draws)
+    live = np.zeros(pos.shape, dtype=bool)
+    live[:, :n] = pos[:, :n] <= back[:, None, None]
+    rep = back[:, None] - np.arange(REPLACEMENTS_AHEAD)
+    pos = np.concatenate([pos.reshape(k, -1), rep], 1)
+    live = np.concatenate([live.reshape(k, -1), rep >= front[:, None]], 1)
+    kinds = st.wall[g[:, None], np.minimum(pos, NUM_TILES - 1)]
+    out = np.zeros((k, pos.shape[1], NUM_KINDS), dtype=np.float32)
+    r, c = np.nonzero(live)
+    out[r, c, kinds[r, c]] = 1
+    return out.reshape(k, -1)
+
+
 def encode_state(st: State, g, scores=None, hand_no=None, hands_per_game: int = 1):
     """Global full-information tensors ``[k, STATE_SIZE]`` of games ``g`` (absolute seats)."""
     g = np.asarray(g, dtype=np.int64).reshape(-1)

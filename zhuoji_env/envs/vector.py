@@ -86,7 +86,7 @@ from zhuoji_env.envs.common import (
     observation_box,
     wall_rows,
 )
-from zhuoji_env.observation import encode, encode_hidden
+from zhuoji_env.observation import encode, encode_draws, encode_hidden
 from zhuoji_env.rules import Rules
 
 __all__ = ["SelfPlayVecEnv", "Transitions"]
@@ -227,14 +227,21 @@ class SelfPlayVecEnv:
         }
         return obs, masks, next_seats, rewards, out.hand_over, infos
 
-    def hidden(self) -> np.ndarray:
-        """float32 ``[num_envs, HIDDEN_SIZE]``: what each game's seat to act cannot see (every
-        concealed hand and kong, the live wall, the flip tile; seats relative to it,
-        :func:`~zhuoji_env.observation.encode_hidden`), for an oracle critic in training. An
-        agent must never be given it."""
+    def hidden(self, draws: int = 0) -> np.ndarray:
+        """float32 ``[num_envs, HIDDEN_SIZE + draws_size(draws)]``: what each game's seat to act
+        cannot see (every concealed hand and kong, the live wall, the flip tile; seats relative
+        to it, :func:`~zhuoji_env.observation.encode_hidden`), then with ``draws > 0`` the order
+        of the wall (:func:`~zhuoji_env.observation.encode_draws`: each seat's next ``draws``
+        draws), for an oracle critic in training. An agent must never be given it."""
         if not self._started:
             raise RuntimeError("call reset() before hidden(): no match has been dealt yet")
-        return encode_hidden(self.game.state, self._rows, self.game.actor.astype(np.int64))
+        if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 0:
+            raise ValueError(f"draws={draws!r}: must be an integer >= 0")
+        seat = self.game.actor.astype(np.int64)
+        out = encode_hidden(self.game.state, self._rows, seat)
+        if draws:
+            out = np.concatenate([out, encode_draws(self.game.state, self._rows, seat, draws)], 1)
+        return out
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
         """A uniformly random legal action per game."""
