@@ -299,38 +299,41 @@ def test_hidden_is_what_the_seat_to_act_cannot_see(players):
 
 @pytest.mark.parametrize("players", [4, 3])
 def test_hidden_draws_are_the_tiles_each_seat_draws_next(players):
-    """hidden(draws): each seat's next draws (seats relative to the seat to act) are the tiles
-    that seat then draws when nobody claims or kongs, and the next replacement draws are the
-    back of the live wall; tiles past the live wall are zero."""
+    """hidden(draws), asked at every decision of hands where nobody claims, kongs or wins: each
+    seat's next draws (seats relative to the seat to act) are the tiles that seat then draws,
+    zero past the end of the wall; the next replacement draws are the back of the live wall."""
     from zhuoji_env.observation import HIDDEN_SIZE, REPLACEMENTS_AHEAD, draws_size
 
-    draws, games = 5, 24
+    draws, games = 5, 16
     rules = {"preset": "guiyang", "overrides": {"num_players": players}}
     env = SelfPlayVecEnv(games, rules, seed=11)
     obs, masks, seats = env.reset(seed=11)
     rng = np.random.default_rng(1)
     for _ in range(int(rng.integers(0, 30))):  # somewhere into the hands (random play)
-        obs, masks, seats, _, over, _ = env.step(env.random_actions(rng))
-    assert env.hidden(draws).shape == (games, HIDDEN_SIZE + draws_size(draws))
+        obs, masks, seats, *_ = env.step(env.random_actions(rng))
     for bad in (-1, 2.0, True):
         with pytest.raises(ValueError, match="must be an integer >= 0"):
             env.hidden(bad)
-    ahead = env.hidden(draws)[:, HIDDEN_SIZE:].reshape(games, -1, 27)
-    st = env.game.state
-    front, back, actor = st.front.copy(), st.back.copy(), seats.copy()
-    for b in range(games):
-        rep = ahead[b, 4 * draws :]
-        assert rep.shape[0] == REPLACEMENTS_AHEAD
-        for i in range(REPLACEMENTS_AHEAD):
-            pos = back[b] - i
-            assert rep[i].sum() == (pos >= front[b]) and (pos < front[b] or rep[i, st.wall[b, pos]])
-    seen = [[[] for _ in range(players)] for _ in range(games)]
+    seen = [[[] for _ in range(players)] for _ in range(games)]  # each seat's draws, in order
+    asked = []  # (game, seat to act, its view of the draws, draws each seat had made by then)
     live = np.ones(games, bool)
-    for _ in range(400):
+    for _ in range(600):
+        hidden = env.hidden(draws)
+        assert hidden.shape == (games, HIDDEN_SIZE + draws_size(draws))
+        ahead = hidden[:, HIDDEN_SIZE:].reshape(games, -1, 27)
+        st = env.game.state
+        for b in np.flatnonzero(live):
+            rep = ahead[b, 4 * draws :]
+            assert rep.shape[0] == REPLACEMENTS_AHEAD
+            for i in range(REPLACEMENTS_AHEAD):
+                pos = st.back[b] - i
+                assert rep[i].sum() == (pos >= st.front[b])
+                assert pos < st.front[b] or rep[i, st.wall[b, pos]]
+            asked.append((b, seats[b], ahead[b, : 4 * draws], [len(d) for d in seen[b]]))
         discard = masks[:, : A.DISCARD + 27]
         actions = np.where(discard.any(1), discard.argmax(1), A.PASS)
         actions = np.where(masks[np.arange(games), actions], actions, masks.argmax(1))
-        before = env.game.state.front.copy()
+        before = st.front.copy()
         obs, masks, seats, _, over, _ = env.step(actions)
         st = env.game.state
         for b in np.flatnonzero(live & ~over & (st.front != before)):
@@ -338,14 +341,17 @@ def test_hidden_draws_are_the_tiles_each_seat_draws_next(players):
         live &= ~over
         if not live.any():
             break
-    checked = 0
-    for b in range(games):
-        pred = ahead[b, : 4 * draws].reshape(4, draws, 27)
+    assert not live.any()  # every hand ran to its end (an empty wall: nobody claims or wins)
+    short = 0
+    for b, actor, view, made in asked:
+        pred = view.reshape(4, draws, 27)
         assert not pred[players:].any()
         for r in range(players):
-            got = seen[b][(actor[b] + r) % players][:draws]
+            seat = (actor + r) % players
+            got = seen[b][seat][made[seat] : made[seat] + draws]
             hot = pred[r][: len(got)]
             assert hot.sum(1).tolist() == [1] * len(got)
             assert hot.argmax(1).tolist() == got
-            checked += len(got)
-    assert checked > games * players
+            assert not pred[r][len(got) :].any()  # draws that the emptied wall never gave
+            short += len(got) < draws
+    assert len(asked) > 20 * games and short > 0
