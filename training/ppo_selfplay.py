@@ -370,9 +370,14 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
     return rules, resumed, device
 
 
+def oracle_hidden_size(draws: int) -> int:
+    """Length of :meth:`SelfPlayVecEnv.hidden` with ``draws`` draws ahead (0: none)."""
+    return HIDDEN_SIZE + (draws_size(draws) if draws else 0)
+
+
 def oracle_critic(net: PolicyNet, draws: int) -> OracleCritic:
     """The oracle critic of ``net`` (its width and input), seeing ``draws`` draws ahead."""
-    return OracleCritic(net.hidden, net.in_size, HIDDEN_SIZE + (draws and draws_size(draws)))
+    return OracleCritic(net.hidden, net.in_size, oracle_hidden_size(draws))
 
 
 def resumed_from(path: str, ckpt: dict) -> dict:
@@ -738,7 +743,7 @@ def run(
             critic.load_state_dict(ckpt["critic"])
         critic.to(device).train()
         opt.add_param_group({"params": list(critic.parameters())})
-    hidden_size = critic.body[0].in_features - net.in_size if critic is not None else 0
+    hidden_size = oracle_hidden_size(args.oracle_draws) if critic is not None else 0
     if "optimizer" in ckpt:
         if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
             opt.load_state_dict(ckpt["optimizer"])

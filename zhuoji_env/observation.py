@@ -564,8 +564,8 @@ def encode_draws(st: State, g, seat, draws: int) -> np.ndarray:
     if play went round without claims or kongs (seats relative to ``seat``, as in
     :func:`encode_hidden`; the seat after the turn seat draws next), then of the next
     ``REPLACEMENTS_AHEAD`` replacement draws (补牌) from the back; tiles past the live wall are
-    all zero. Most of what a critic cannot predict from the full state is which tiles come next
-    (an oracle critic with ``--oracle-draws``). Never part of an observation."""
+    all zero. What an oracle critic with ``--oracle-draws`` adds to :func:`encode_hidden`. Never
+    part of an observation."""
     g = np.asarray(g, dtype=np.int64).reshape(-1)
     seat = np.broadcast_to(np.asarray(seat, dtype=np.int64).reshape(-1), g.shape)
     k, n = g.size, st.num_players
