@@ -19,7 +19,7 @@ from scenario_helpers import CREDIT_PLAN, CREDIT_WALL
 
 from agents import RandomAgent, make_agent
 from agents.arena import run_arena
-from agents.ppo import PolicyNet, load_checkpoint
+from agents.ppo import HINT_START, PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
 from training.cli import FlagError, bf16_from_flag, field_docs, parse_args
 from training.learner import fast_bf16
@@ -302,6 +302,35 @@ def _pool_agents_run(tmp_path):
     assert _CountingAgent.calls > 0
     # the counted decisions are the ones missing from training (up to the carried-over rows)
     assert trained(mixed) < trained(alone) - _CountingAgent.calls // 2
+
+
+def test_rule_seat_under_rule_hint_plays_the_advice_in_the_input():
+    """fixed_actions: a ``rule`` pool seat reads its action from the network input's
+    ``rule_choice`` block; it must be what ``RuleAgent.act`` plays, at every decision of real
+    games (4 and 3 players), and another agent, or ``rule`` under other rules, acts itself."""
+    from agents.ppo import VERSION_RULE, NetInput
+    from agents.rule import RuleAgent
+    from zhuoji_env.rules import Rules
+
+    for rules in (Rules.make("guiyang"), Rules.make("guiyang", num_players=3)):
+        read = NetInput(VERSION_RULE, rules)
+        rule = RuleAgent(rules=read.rules)
+        env = SelfPlayVecEnv(num_envs=32, rules=rules, seed=5)
+        obs, masks, *_ = env.reset()
+        rng = np.random.default_rng(0)
+        for _ in range(300):
+            x = torch.from_numpy(read(obs, masks))
+            got = ppo_selfplay.fixed_actions(rule, read, x, obs, masks).numpy()
+            np.testing.assert_array_equal(got, rule.act(obs, masks))
+            legal = [np.flatnonzero(m) for m in masks]
+            acts = np.array([a[rng.integers(a.size)] for a in legal])
+            obs, masks, *_ = env.step(acts)
+    other = RuleAgent(rules="classic")
+    x = torch.from_numpy(read(obs, masks))
+    x[:, HINT_START : HINT_START + 86] = 0  # would give action 0 if read from the input
+    np.testing.assert_array_equal(
+        ppo_selfplay.fixed_actions(other, read, x, obs, masks).numpy(), other.act(obs, masks)
+    )
 
 
 def test_demo_smoke(tmp_path, one_torch_thread, capsys):

@@ -16,7 +16,8 @@ policy still sees only its observation. With
 it (:func:`~zhuoji_env.observation.with_features`); with ``--rule-hint`` it reads
 ``zhuoji-obs-v2+rule``, v2 followed by the ``rule`` agent's advice (the action it would take and
 how far below its best it scores each other one, :class:`~agents.ppo.NetInput`), so that the
-policy learns where to depart from ``rule``; the pool's fixed agents still get v1.
+policy learns where to depart from ``rule``; the pool's fixed agents still get v1 (a ``rule``
+seat then plays the advice already worked out for the network's input).
 Every flag is checked before any work starts or any folder is made (:func:`check_args`); a bad
 one exits with status 2 and a message naming it.
 
@@ -77,6 +78,7 @@ from agents.ppo import (
     load_checkpoint,
     save_checkpoint,
 )
+from agents.rule import RuleAgent
 from training.cli import (
     INT_NON_NEGATIVE,
     INT_POSITIVE,
@@ -525,6 +527,15 @@ def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.
     return action.squeeze(-1).cpu(), logp.cpu(), value.cpu().numpy()
 
 
+def fixed_actions(member, read: NetInput, x: torch.Tensor, obs: np.ndarray, mask: np.ndarray):
+    """A fixed pool agent's actions on its rows: a ``rule`` seat under ``--rule-hint`` plays the
+    ``rule_choice`` block the network input ``x`` already carries (the same rules, and ``rule``
+    is deterministic), so its advice is not worked out twice; any other agent acts."""
+    if read.rule is not None and isinstance(member, RuleAgent) and member.rules == read.rules:
+        return x[:, HINT_START : HINT_START + NUM_ACTIONS].argmax(1)
+    return torch.from_numpy(member.act(obs, mask))
+
+
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(advantages, returns, valid)`` of a rollout: shaping (``--shaping``, ``--kong-shaping``:
     :func:`~training.learner.potential`), then per-seat GAE
@@ -848,7 +859,7 @@ def run(
                 for k, member in enumerate(fixed + pool):
                     rows = np.flatnonzero(player == k)
                     if rows.size and k < len(fixed):
-                        action[rows] = torch.from_numpy(member.act(obs[rows], masks[rows]))
+                        action[rows] = fixed_actions(member, read, o[rows], obs[rows], masks[rows])
                     elif rows.size:
                         action[rows] = sample(member, o[rows], m[rows], device)[0]
             r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
