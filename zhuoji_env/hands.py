@@ -261,28 +261,45 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
     last = _LAST[np.minimum(nf // 3, 4)]  # [m, 10]
     rest = rest[np.arange(m)[:, None, None], _SUITS[:, None], last[:, None, :]]  # [m, 3, 10]
     base = np.minimum((d[:, 0] + rest[:, 0]).min(-1), _INF).astype(np.int16) - 1
-    # each possible change (hand r, kind t): one lookup of the changed suit
-    r, t = np.nonzero(flat < 4 if change == 1 else flat > 0)
-    suit = t // 9
-    moved = DIST[idx[r, suit] + change * _POW5[t % 9]].reshape(-1, 10)
-    after = np.minimum((moved + rest[r, suit]).min(-1), _INF).astype(np.int16) - 1
+    # every kind at once (hand, suit, rank): one lookup of the changed suit, its index left
+    # alone where the change is impossible (masked below)
+    ok = flat.reshape(m, 3, 9) < 4 if change == 1 else flat.reshape(m, 3, 9) > 0
+    moved = DIST.reshape(_N_SUIT, 10)[idx[:, :, None] + np.where(ok, change * _SUIT_POW5, 0)]
+    after = _min_plus_last(moved, rest[:, :, None, :]).reshape(m, NUM_KINDS)
+    after = np.minimum(after, _INF).astype(np.int16) - 1
+    ok = ok.reshape(m, NUM_KINDS)
     if seven_pairs:
         pairs = (flat // 2).sum(-1)
         base = np.where(nf >= 13, np.minimum(base, 6 - pairs), base)
-        held = flat[r, t]
-        gained = (held % 2 == 1 if change == 1 else held % 2 == 0).astype(np.int16)
-        pairs_next = pairs[r] + change * gained
-        after = np.where(nf[r] + change >= 13, np.minimum(after, 6 - pairs_next), after)
-    s_next = np.full((m, NUM_KINDS), 99, dtype=np.int8)
-    s_next[r, t] = after
+        gained = (flat % 2 == 1 if change == 1 else flat % 2 == 0).astype(np.int16)
+        pairs_next = pairs[:, None] + change * gained
+        seven = (nf + change >= 13)[:, None]
+        after = np.where(seven, np.minimum(after, 6 - pairs_next), after)
+    s_next = np.where(ok, after, 99).astype(np.int8)
     return base.astype(np.int8).reshape(n.shape), s_next.reshape(c.shape)
+
+
+def _min_plus_last(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(a + b).min(-1)`` for uint8 arrays with a short last axis, as elementwise minima over
+    its slices (numpy's reduction along a short last axis is several times slower)."""
+    out = a[..., 0] + b[..., 0]
+    tmp = np.empty_like(out)
+    for j in range(1, a.shape[-1]):
+        np.add(a[..., j], b[..., j], out=tmp)
+        np.minimum(out, tmp, out=out)
+    return out
 
 
 def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Min-plus convolution ``[..., 10]`` of two suits' distances ``[..., 10]`` over
-    (sets, pair)."""
-    sums = (a[..., :, None] + b[..., None, :]).reshape(a.shape[:-1] + (100,))
-    return sums[..., _PAIR01].min(-1)
+    (sets, pair). Worked with (sets, pair) as the leading axis, so that every gather copies
+    whole rows and the minimum runs over contiguous rows: several times faster than along a
+    short last axis."""
+    lead = a.shape[:-1]
+    a_t = np.ascontiguousarray(a.reshape(-1, 10).T)
+    b_t = np.ascontiguousarray(b.reshape(-1, 10).T)
+    sums = a_t[_PAIR01 // 10] + b_t[_PAIR01 % 10]  # [10 (sets, pair), width, n]
+    return sums.min(1).T.reshape(lead + (10,))
 
 
 def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
@@ -315,6 +332,7 @@ def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
 _PAIR01, _LAST = _shanten_gathers()
 _SUITS = np.arange(3)
 _OTHER_A, _OTHER_B = np.array([1, 0, 0]), np.array([2, 2, 1])  # the other suits of 0, 1, 2
+_SUIT_POW5 = np.tile(_POW5, (3, 1))  # [suit, rank]: the index step of one tile of that rank
 
 
 # --------------------------------------------------------------------------- patterns
