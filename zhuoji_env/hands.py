@@ -263,11 +263,11 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
     base = np.minimum((d[:, 0] + rest[:, 0]).min(-1), _INF).astype(np.int16) - 1
     # every kind at once (hand, suit, rank): one lookup of the changed suit, its index left
     # alone where the change is impossible (masked below)
-    ok = flat.reshape(m, 3, 9) < 4 if change == 1 else flat.reshape(m, 3, 9) > 0
-    moved = DIST.reshape(_N_SUIT, 10)[idx[:, :, None] + np.where(ok, change * _SUIT_POW5, 0)]
+    ok = flat < 4 if change == 1 else flat > 0  # [m, 27]
+    step = np.where(ok.reshape(m, 3, 9), change * _SUIT_POW5, 0)
+    moved = DIST.reshape(_N_SUIT, 10)[idx[:, :, None] + step]  # [m, 3, 9, 10]
     after = _min_plus_last(moved, rest[:, :, None, :]).reshape(m, NUM_KINDS)
     after = np.minimum(after, _INF).astype(np.int16) - 1
-    ok = ok.reshape(m, NUM_KINDS)
     if seven_pairs:
         pairs = (flat // 2).sum(-1)
         base = np.where(nf >= 13, np.minimum(base, 6 - pairs), base)
@@ -298,7 +298,7 @@ def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lead = a.shape[:-1]
     a_t = np.ascontiguousarray(a.reshape(-1, 10).T)
     b_t = np.ascontiguousarray(b.reshape(-1, 10).T)
-    sums = a_t[_PAIR01 // 10] + b_t[_PAIR01 % 10]  # [10 (sets, pair), width, n]
+    sums = a_t[_PAIR01_A] + b_t[_PAIR01_B]  # [10 (sets, pair), width, n]
     return sums.min(1).T.reshape(lead + (10,))
 
 
@@ -330,6 +330,7 @@ def _shanten_gathers() -> tuple[np.ndarray, np.ndarray]:
 
 
 _PAIR01, _LAST = _shanten_gathers()
+_PAIR01_A, _PAIR01_B = _PAIR01 // 10, _PAIR01 % 10  # each combination's (m0, p0) and (m1, p1)
 _SUITS = np.arange(3)
 _OTHER_A, _OTHER_B = np.array([1, 0, 0]), np.array([2, 2, 1])  # the other suits of 0, 1, 2
 _SUIT_POW5 = np.tile(_POW5, (3, 1))  # [suit, rank]: the index step of one tile of that rank
