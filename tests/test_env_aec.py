@@ -288,7 +288,7 @@ def test_observation_does_not_leak_hidden_tiles(players):
                     before = raw.observe(observer)
                     shuffled = permute_hidden(original, seat, rng)
                     changed += not np.array_equal(shuffled.hand, original.hand)
-                    core._compute_masks(raw.rules, shuffled, np.arange(1))  # from the new hands
+                    core.compute_masks(raw.rules, shuffled, np.arange(1))  # from the new hands
                     raw.game.state = shuffled
                     after = raw.observe(observer)
                     raw.game.state = original

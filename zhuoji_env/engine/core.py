@@ -98,12 +98,13 @@ def deal(rules: Rules, walls, dealer, streak=0) -> State:
     st.turn_seat[:] = st.dealer
     st.drawn[:] = last
     st.drew[:] = True
-    _compute_masks(rules, st, rows)
+    compute_masks(rules, st, rows)
     return st
 
 
 # --------------------------------------------------------------------------- masks
-def _compute_masks(rules: Rules, st: State, g: np.ndarray) -> None:
+def compute_masks(rules: Rules, st: State, g: np.ndarray) -> None:
+    """Fill ``st.mask`` of games ``g``: the legal actions of each game's actor."""
     st.mask[g] = False
     ph = st.phase[g]
     turn = g[ph == TURN]
@@ -233,10 +234,12 @@ def _win_options(rules: Rules, st: State, g, q, t, discarder, rob: bool) -> np.n
     return ok
 
 
-def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
-    """Open a response window (after a discard) or rob window (after a bugang) for seat p's t."""
+def claim_options(rules: Rules, st: State, g, p, t, rob: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, opts)``: the other seats ``[k, n-1]`` in turn order from ``p+1`` and the claims
+    (bits ``OPT_HU``, ``OPT_PONG``, ``OPT_KONG``) each may make on seat ``p``'s tile ``t``, a
+    discard or (``rob``) a bugang tile."""
     n = rules.num_players
-    q = (p[:, None] + np.arange(1, n)) % n  # the other seats in turn order
+    q = (p[:, None] + np.arange(1, n)) % n
     opts = np.where(_win_options(rules, st, g, q, t, p, rob), OPT_HU, 0)
     if not rob:
         held = st.hand[g[:, None], q, t[:, None]]
@@ -244,6 +247,13 @@ def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
         live = (st.front[g] <= st.back[g])[:, None]
         opts |= np.where(free & (held >= 2), OPT_PONG, 0)
         opts |= np.where(free & (held == 3) & live, OPT_KONG, 0)
+    return q, opts
+
+
+def _open_window(rules: Rules, st: State, g, p, t, rob: bool) -> None:
+    """Open a response window (after a discard) or rob window (after a bugang) for seat p's t."""
+    n = rules.num_players
+    q, opts = claim_options(rules, st, g, p, t, rob)
     st.claim_opts[g] = 0
     st.claim_opts[g[:, None], q] = opts
     st.claim_choice[g] = -1
@@ -537,5 +547,5 @@ def step_arrays(rules: Rules, st: State, actions, active=None) -> np.ndarray:
     if e.size:
         settle(rules, st, e)
     going = live[st.phase[live] != OVER]
-    _compute_masks(rules, st, going)
+    compute_masks(rules, st, going)
     return ended
