@@ -64,7 +64,7 @@ import numpy as np
 from agents.base import Agent
 from agents.registry import make_agent
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import first_deals
+from zhuoji_env.engine.game import batch_memory, first_deals
 from zhuoji_env.engine.records import deltas as ledger_deltas
 from zhuoji_env.engine.records import record_of
 from zhuoji_env.engine.state import (
@@ -83,8 +83,11 @@ from zhuoji_env.engine.state import (
     OVER,
     State,
 )
-from zhuoji_env.observation import encode
+from zhuoji_env.limits import check_memory
+from zhuoji_env.observation import OBS_SIZE, encode
+from zhuoji_env.record import RECORD_BYTES
 from zhuoji_env.rules import Rules, parse_switches
+from zhuoji_env.tiles import NUM_TILES
 
 SEATING_MODES = ("permute", "rotate")
 # per (deal, agent) accumulators, in this order
@@ -419,6 +422,25 @@ def _worker_run(chunk: Chunk):
     return run_chunk(w["rules"], w["agents"], w["rotations"], w["seed"], chunk)
 
 
+CHUNK_BYTES = 256
+"""Memory planned per chunk of deals (its ``Chunk`` and id slice) held until the end."""
+
+
+def planned_memory(
+    deals: int, num_agents: int, num_seatings: int, per_chunk: int, num_players: int, keep: bool
+) -> int:
+    """Bytes an arena plans on: each deal's id and per-agent sums (twice: per chunk, then
+    joined), each chunk's bookkeeping, with ``keep`` every game's record and wall, and one
+    chunk of games in play (the engine's batch and its observations, float32)."""
+    per_deal = 8 + 2 * num_agents * len(FIELDS) * 8
+    if keep:
+        per_deal += num_seatings * (RECORD_BYTES + NUM_TILES + 64)
+    chunks = -(-deals // per_chunk)
+    in_play = min(per_chunk, deals) * num_seatings
+    per_game = batch_memory(1, num_players) + 2 * 4 * OBS_SIZE
+    return deals * per_deal + chunks * CHUNK_BYTES + in_play * per_game
+
+
 def run_arena(
     agents: Sequence[str | Agent],
     deals: int,
@@ -437,19 +459,25 @@ def run_arena(
     agents; results do not depend on the number of workers (agents are reseeded per chunk).
     ``keep_games`` also returns every game's deal, seating index (``rotation``), wall, dealer,
     seats (``seat_agent``), scores and record (small runs only; it plays in this process).
+    A number of deals whose memory (:func:`planned_memory`) exceeds this machine's raises
+    :class:`~zhuoji_env.limits.SizeError` before any agent is loaded or game played.
     """
-    if deals < 1:
-        raise ValueError(f"deals must be >= 1, got {deals}")
+    if isinstance(deals, bool) or not isinstance(deals, (int, np.integer)) or deals < 1:
+        raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
     rules = Rules.make(rules)
+    n = rules.num_players
+    rotations = seatings(len(agents), n, seating)
+    per_chunk = max(1, chunk_games // len(rotations))
+    check_memory(
+        f"{deals} deals x {len(rotations)} seatings",
+        planned_memory(int(deals), len(agents), len(rotations), per_chunk, n, keep_games),
+    )
     specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
     labels = list(labels) if labels is not None else labels_of(specs)
     objs = [
         make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
         for i, a in enumerate(agents)
     ]
-    n = rules.num_players
-    rotations = seatings(len(objs), n, seating)
-    per_chunk = max(1, chunk_games // len(rotations))
     ids = np.arange(deals)
     chunks = [Chunk(i, ids[s : s + per_chunk]) for i, s in enumerate(range(0, deals, per_chunk))]
     total = deals * len(rotations)

@@ -22,7 +22,11 @@ imports torch; the registry imports it only when a ``ppo:`` agent is made.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import math
+import re
 import warnings
 from pathlib import Path
 
@@ -33,6 +37,8 @@ from torch import nn
 from agents.base import Agent
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.fileio import write_atomic
+from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
 
@@ -140,20 +146,116 @@ class NetInput:
 
 def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
     """Write ``net`` and ``extra`` (plain data and tensors only) atomically to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "model": net.state_dict(),
-            "hidden": int(net.hidden),
-            "obs_size": net.in_size,
-            "obs_version": net.obs_version,
-            **extra,
-        },
-        tmp,
-    )
-    tmp.replace(path)
+    ckpt = {
+        "model": net.state_dict(),
+        "hidden": int(net.hidden),
+        "obs_size": net.in_size,
+        "obs_version": net.obs_version,
+        **extra,
+    }
+    write_atomic(path, lambda tmp: torch.save(ckpt, tmp))
+
+
+_REFUSED = (
+    re.compile(r"GLOBAL (\S+) was not an allowed global"),
+    re.compile(r"GLOBAL (\S+) whose module \S+ is blocked"),
+    re.compile(r"reduce for unrecognized function (.+?)(?: which belongs|$)", re.MULTILINE),
+    re.compile(r"Can only (?:create new object|build) .*but got (.+)$", re.MULTILINE),
+)
+"""How torch's ``weights_only`` unpickler words a refused global, function or class (torch
+2.6 to 2.13: most globals "was not an allowed global", those of ``os``, ``posix``, ``nt`` and
+``sys`` "whose module ... is blocked")."""
+
+
+def refused_global(exc: BaseException) -> str | None:
+    """The global, function or class that ``torch.load(..., weights_only=True)`` refused to load
+    in ``exc``, or None when ``exc`` is another failure (a damaged or foreign file)."""
+    text = str(exc)
+    for pattern in _REFUSED:
+        found = pattern.search(text)
+        if found:
+            return found.group(1).rstrip(".")
+    return None
+
+
+def load_weights_only(source: Path | bytes, name: str, what: str = "a PPO checkpoint"):
+    """What ``torch.save`` wrote to ``source`` (a file, or the bytes of one), read with
+    ``torch.load(..., weights_only=True)``, which runs no code from it. ``ValueError`` naming
+    ``name`` when it is refused: it holds a global that could run code, or is not a whole
+    ``torch.save`` file."""
+    try:
+        return torch.load(
+            io.BytesIO(source) if isinstance(source, bytes) else source,
+            map_location="cpu",
+            weights_only=True,
+        )
+    except Exception as exc:  # a damaged file makes torch's unpickler raise almost anything
+        refused = refused_global(exc)
+        if refused is not None:
+            raise ValueError(
+                f"{name}: refused, it holds objects other than tensors and plain data "
+                f"({refused}), which could run code when loaded; nothing from it was run"
+            ) from None
+        if isinstance(source, bytes):
+            head = source[:4]
+        else:
+            with open(source, "rb") as f:
+                head = f.read(4)
+        zipped = head == b"PK\x03\x04"  # torch.save writes a zip archive
+        why = "a truncated or damaged torch.save archive" if zipped else "not written by torch.save"
+        raise ValueError(f"{name}: not {what}, {why} ({type(exc).__name__})") from None
+
+
+WEIGHT_COPIES = 3
+"""Copies of a network's float32 weights that loading it may hold at once: the network, the
+file's tensors once read whole (an expanded tensor is stored as a single element), and the
+temporaries of building the network and of checking the weights for NaN."""
+
+
+def check_state(name: str, state: dict, expected: dict[str, tuple[int, ...]], what: str) -> None:
+    """Refuse (``ValueError`` naming ``name``) a state dict whose keys are not those of
+    ``expected`` or whose values are not floating-point tensors of the expected shapes, then
+    one whose network would need more memory than this machine has
+    (:func:`zhuoji_env.limits.check_memory`), before anything of that size is allocated."""
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(set(state) - set(expected))
+    if missing or extra:
+        raise ValueError(
+            f"{name}: the state dict does not fit {what}: missing {missing}, unexpected {extra}"
+        )
+    for key, shape in expected.items():
+        value = state[key]
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            kind = value.dtype if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ValueError(f"{name}: {key} is {kind}, not a floating-point tensor")
+        if tuple(value.shape) != shape:
+            raise ValueError(
+                f"{name}: {key} has shape {tuple(value.shape)}, {what} of this size needs {shape}"
+            )
+    weights = sum(math.prod(shape) for shape in expected.values())
+    check_memory(f"{name}: {what} of {weights:,} weights", WEIGHT_COPIES * 4 * weights)
+
+
+def policy_shapes(hidden: int, in_size: int, value: str = "v") -> dict[str, tuple[int, ...]]:
+    """The state dict shapes of a :class:`PolicyNet` (``value``: the value head's name, ``vf``
+    in the RLlib module :class:`agents.rllib.MaskedPolicyModule`)."""
+    return {
+        "body.0.weight": (hidden, in_size),
+        "body.0.bias": (hidden,),
+        "body.2.weight": (hidden, hidden),
+        "body.2.bias": (hidden,),
+        "pi.weight": (NUM_ACTIONS, hidden),
+        "pi.bias": (NUM_ACTIONS,),
+        f"{value}.weight": (1, hidden),
+        f"{value}.bias": (1,),
+    }
+
+
+def finite_or_refuse(name: str, state: dict) -> None:
+    """Refuse (``ValueError`` naming ``name``) weights that hold NaN or infinite values."""
+    bad = [k for k, v in state.items() if not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(f"{name}: NaN or infinite weights in {', '.join(bad)}")
 
 
 def _read(path: Path) -> dict:
@@ -162,21 +264,7 @@ def _read(path: Path) -> dict:
         raise ValueError(f"no checkpoint file at {str(path)!r}")
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: empty file, not a PPO checkpoint")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a damaged file makes torch's unpickler raise almost anything
-        text = str(exc)
-        if "Unsupported global" in text:
-            name = text.split("Unsupported global:", 1)[1].split(" was not", 1)[0].strip()
-            raise ValueError(
-                f"{path}: refused, it holds objects other than tensors and plain data "
-                f"({name}), which could run code when loaded; a zhuoji-env checkpoint holds "
-                "only those"
-            ) from None
-        with open(path, "rb") as f:  # torch.save writes a zip archive
-            zipped = f.read(4) == b"PK\x03\x04"
-        why = "a truncated or damaged torch.save archive" if zipped else "not written by torch.save"
-        raise ValueError(f"{path}: not a PPO checkpoint, {why} ({type(exc).__name__})") from None
+    ckpt = load_weights_only(path, str(path))
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         raise ValueError(f"{path}: not a zhuoji-env PPO checkpoint (no 'model' state dict)")
     return ckpt
@@ -184,7 +272,9 @@ def _read(path: Path) -> dict:
 
 def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, dict]:
     """The network of a checkpoint file, on ``device`` (:func:`resolve_device`), and the whole
-    checkpoint dict (checked, see above; its tensors stay on the CPU)."""
+    checkpoint dict (checked, see above; its tensors stay on the CPU). Every declared size (the
+    input and layer widths, each tensor's shape) is checked against the network's architecture
+    and this machine's memory before the network is built."""
     where = resolve_device(device)
     path = Path(path)
     ckpt = _read(path)
@@ -195,8 +285,6 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
             f"{', '.join(map(repr, INPUT_SIZES))}"
         )
     state = ckpt["model"]
-    if not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ValueError(f"{path}: the 'model' state dict holds values that are not tensors")
     first = state.get("body.0.weight")
     if not isinstance(first, torch.Tensor) or first.ndim != 2:
         raise ValueError(f"{path}: the 'model' state dict is not a PolicyNet (no body.0.weight)")
@@ -206,16 +294,15 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
             f"{path}: trained on observations of size {obs_size}, this package encodes "
             f"{version} with {INPUT_SIZES[version]}"
         )
+    for key, size in (("hidden", hidden), ("obs_size", obs_size)):
+        if key in ckpt and ckpt[key] != size:
+            raise ValueError(f"{path}: declares {key} {ckpt[key]!r}, but its weights say {size}")
+    if hidden < 1:
+        raise ValueError(f"{path}: a PolicyNet layer of width {hidden}; it must be at least 1")
+    check_state(str(path), state, policy_shapes(hidden, obs_size), "a PolicyNet")
+    finite_or_refuse(str(path), state)
     net = PolicyNet(int(hidden), version)
-    try:
-        net.load_state_dict(state)
-    except RuntimeError as exc:
-        raise ValueError(
-            f"{path}: the 'model' state dict does not fit a PolicyNet: {exc}"
-        ) from None
-    bad = [k for k, v in state.items() if not torch.isfinite(v).all()]
-    if bad:
-        raise ValueError(f"{path}: NaN or infinite weights in {', '.join(bad)}")
+    net.load_state_dict(state)
     net.eval()
     return net.to(where), ckpt
 
@@ -371,12 +458,28 @@ def provenance(name: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def check_shipped_pair(name: str) -> None:
+    """Refuse a shipped policy whose ``NAME.pt`` is not the checkpoint its ``NAME.json``
+    describes (its sha256 differs): a pair mixed by a hand copy or an interrupted ship."""
+    path = shipped_policy(name)
+    want = provenance(name).get("sha256")
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        raise ValueError(
+            f"shipped policy {name!r}: {path.name} (sha256 {got[:12]}...) is not the checkpoint "
+            f"{path.with_suffix('.json').name} describes (sha256 {str(want)[:12]}...); restore "
+            "both files together (git checkout agents/policies) or ship the policy again with "
+            "training.ship_policy"
+        )
+
+
 def shipped_factory(name: str):
     """The registry factory of shipped policy ``name``: ``NAME[:greedy][:DEVICE]``."""
 
     def factory(arg: str | None, seed=None, rules=None) -> PPOAgent:
         options = arg.split(":") if arg is not None else []
         check_options(f"{name}:{arg}", options, OPTIONS, exclusive=DEVICES)
+        check_shipped_pair(name)
         agent = _load_with_options(shipped_policy(name), options, seed)
         agent.name = name  # how tables and the terminal game call it
         if rules is not None:

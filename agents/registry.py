@@ -7,7 +7,12 @@ checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), the shipped trained
 preset), ``sb3:PATH`` (a MaskablePPO
 model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
 :mod:`agents.rllib`, the ``rllib`` extra); these import torch (and Ray) only when such an agent
-is made. Other code adds its own agents with :func:`register_agent`::
+is made. None of them runs code from the file it loads: ``sb3:`` and ``rllib:`` rebuild their
+network from its weights alone; ``sb3+trusted:PATH`` and ``rllib+trusted:PATH[:greedy]`` load
+through the libraries' own loaders (other architectures too), which run any code a crafted file
+holds, so they are for files the user trusts.
+
+Other code adds its own agents with :func:`register_agent`::
 
     from agents import register_agent
     register_agent("mine", lambda arg, seed=None, rules=None: MyAgent(arg, seed=seed))
@@ -91,13 +96,17 @@ def _register_builtins() -> None:
 
         return agent_factory(arg, seed=seed, rules=rules)
 
-    def sb3(arg, seed=None, rules=None):
-        from agents.sb3 import agent_factory
+    def sb3(trusted):
+        def factory(arg, seed=None, rules=None):
+            from agents.sb3 import agent_factory
 
-        return agent_factory(arg, seed=seed, rules=rules)
+            return agent_factory(arg, seed=seed, rules=rules, trusted=trusted)
+
+        return factory
 
     register_agent("ppo", ppo)
-    register_agent("sb3", sb3)
+    register_agent("sb3", sb3(False))
+    register_agent("sb3+trusted", sb3(True))
 
     def shipped(name):
         def factory(arg, seed=None, rules=None):
@@ -110,15 +119,21 @@ def _register_builtins() -> None:
     for name in SHIPPED_POLICIES:
         register_agent(name, shipped(name))
 
-    def rllib(arg, seed=None, rules=None):  # ray is imported only when a checkpoint is named
-        try:
-            from agents.rllib import agent_factory
-        except ImportError as exc:
-            raise ValueError(f"agent 'rllib' needs Ray RLlib ({RLLIB_MISSING}): {exc}") from None
+    def rllib(trusted):  # ray is imported only when a checkpoint is named
+        def factory(arg, seed=None, rules=None):
+            try:
+                from agents.rllib import agent_factory
+            except ImportError as exc:
+                raise ValueError(
+                    f"agent 'rllib' needs Ray RLlib ({RLLIB_MISSING}): {exc}"
+                ) from None
 
-        return agent_factory(arg, seed=seed, rules=rules)
+            return agent_factory(arg, seed=seed, rules=rules, trusted=trusted)
 
-    register_agent("rllib", rllib)
+        return factory
+
+    register_agent("rllib", rllib(False))
+    register_agent("rllib+trusted", rllib(True))
 
 
 _register_builtins()

@@ -16,9 +16,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("zhuoji_env", "agents", "training")
 
 LAYERS = [
-    ("zhuoji_env.tiles", "zhuoji_env.rules"),
+    ("zhuoji_env.tiles", "zhuoji_env.rules", "zhuoji_env.fileio", "zhuoji_env.limits"),
     ("zhuoji_env.hands",),
-    ("zhuoji_env.engine", "zhuoji_env.record", "zhuoji_env.replay", "zhuoji_env.bench"),
+    (
+        "zhuoji_env.engine",
+        "zhuoji_env.belief",
+        "zhuoji_env.record",
+        "zhuoji_env.replay",
+        "zhuoji_env.bench",
+    ),
     ("zhuoji_env.observation",),
     ("zhuoji_env.picture", "zhuoji_env.view"),
     ("zhuoji_env.envs", "zhuoji_env"),

@@ -99,9 +99,10 @@ def test_hands_per_game_plays_matches(tmp_path, capsys):
     assert main([*argv, "--out", str(out)]) == 0
     assert "wrote 6 records of 2 games" in capsys.readouterr().out
     recs = read_all(out)
-    assert sorted(recs) == [f"classic-11-{i}-{h}.json" for i in range(2) for h in range(3)]
+    tag = "classic+hands_per_game=3"
+    assert sorted(recs) == [f"{tag}-11-{i}-{h}.json" for i in range(2) for h in range(3)]
     for i in range(2):
-        match = [json.loads(recs[f"classic-11-{i}-{h}.json"]) for h in range(3)]
+        match = [json.loads(recs[f"{tag}-11-{i}-{h}.json"]) for h in range(3)]
         assert match[0]["dealer_streak"] == 0
         for rec in match:
             assert rec["rules"] == {"preset": "classic", "overrides": {"hands_per_game": 3}}
@@ -115,6 +116,6 @@ def test_hands_per_game_plays_matches(tmp_path, capsys):
     assert main(["--preset", "classic", "--seed", "11", "--n", "2", "--out", str(single)]) == 0
     one = read_all(single)
     for i in range(2):
-        first = json.loads(recs[f"classic-11-{i}-0.json"])
+        first = json.loads(recs[f"{tag}-11-{i}-0.json"])
         alone = json.loads(one[f"classic-11-{i}.json"])
         assert first["wall"] == alone["wall"] and first["actions"] == alone["actions"]

@@ -5,7 +5,11 @@ it the whole module is skipped. One local Ray serves the training tests; the two
 starts its own two nodes as separate processes.
 """
 
+import collections
 import json
+import os
+import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -30,6 +34,7 @@ from agents.rllib import NEG_INF, MaskedPolicyModule, RLlibAgent  # noqa: E402
 from training import rllib_ppo  # noqa: E402
 from training.rllib_two_nodes import simulate  # noqa: E402
 from zhuoji_env.engine.actions import NUM_ACTIONS  # noqa: E402
+from zhuoji_env.limits import SizeError  # noqa: E402
 from zhuoji_env.observation import OBS_SIZE  # noqa: E402
 
 SMALL = [
@@ -169,12 +174,12 @@ def trained(tmp_path_factory):
     try:
         assert rllib_ppo.main([*SMALL, "--iterations=1", f"--out-dir={out / 'run'}"]) == 0
         first = (out / "run" / "metrics.jsonl").read_text().splitlines()
-        for name in ("resumed", "league"):  # a resumed run appends, a fresh one starts anew
-            (out / name).mkdir()
-            (out / name / "metrics.jsonl").write_text('{"earlier": "run"}\n')
-        resume = [f"--resume={out / 'run'}", f"--out-dir={out / 'resumed'}"]
+        shutil.copytree(out / "run", out / "resumed")  # a resumed run appends to its metrics
+        resume = [f"--resume={out / 'resumed'}", f"--out-dir={out / 'resumed'}"]
         assert rllib_ppo.main([*SMALL, "--iterations=1", *resume]) == 0
-        league = ["--league-size=1", "--league-every=1", "--league-prob=0.5"]
+        (out / "league").mkdir()  # an earlier run's file, which --force deletes
+        (out / "league" / "metrics.jsonl").write_text('{"earlier": "run"}\n')
+        league = ["--league-size=1", "--league-every=1", "--league-prob=0.5", "--force"]
         assert (
             rllib_ppo.main([*SMALL, "--iterations=1", *league, f"--out-dir={out / 'league'}"]) == 0
         )
@@ -202,7 +207,7 @@ def test_resume_continues_from_the_checkpoint(trained):
     earlier, row = [
         json.loads(x) for x in (out / "resumed" / "metrics.jsonl").read_text().splitlines()
     ]
-    assert earlier == {"earlier": "run"}
+    assert earlier["iteration"] == 1
     assert row["iteration"] == 2
     assert row["decisions"] >= 512
 
@@ -311,3 +316,145 @@ def test_two_nodes_runners_sample_on_the_worker_and_the_learner_trains(tmp_path)
     out = simulate(tmp_path, iterations=1, runners=1)
     assert out["checks"] == dict.fromkeys(out["checks"], True)
     assert len(out["layout"]["nodes"]) == 2
+
+
+# --------------------------------------------------------------------------- loading safely
+class Payload:
+    """Unpickling this calls ``func(*args)``: a stand-in for code planted in a checkpoint."""
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return self.func, self.args
+
+
+def _module_dir(run):
+    return (
+        run
+        / "checkpoint"
+        / COMPONENT_LEARNER_GROUP
+        / COMPONENT_LEARNER
+        / COMPONENT_RL_MODULE
+        / "shared"
+    )
+
+
+def _saved(run, hidden=16):
+    """A run folder whose checkpoint holds a freshly built module, saved by Ray itself."""
+    torch.manual_seed(0)
+    _module(hidden).save_to_path(_module_dir(run))
+    return run
+
+
+def _state_file(run):
+    return _module_dir(run) / "module_state.pkl"
+
+
+def test_a_crafted_rllib_checkpoint_never_runs_its_code(tmp_path):
+    """Both pickles Ray would read (the module's class and its state) carry a payload:
+    ``rllib:`` refuses the state, naming the global, and runs neither."""
+    run = _saved(tmp_path / "run")
+    ran_state, ran_class = tmp_path / "ran_state", tmp_path / "ran_class"
+    _state_file(run).write_bytes(pickle.dumps(Payload(os.system, f"touch {ran_state}")))
+    (_module_dir(run) / "class_and_ctor_args.pkl").write_bytes(
+        pickle.dumps(Payload(os.system, f"touch {ran_class}"))
+    )
+    for spec in (f"rllib:{run}", f"rllib:{run / 'checkpoint'}:greedy"):
+        with pytest.raises(ValueError, match="refused, it names posix.system") as info:
+            make_agent(spec)
+        text = str(info.value)
+        assert str(_state_file(run)) in text and "could run code" in text
+        assert "rllib+trusted:" in text and "runs any code" in text
+    assert not ran_state.exists() and not ran_class.exists()
+
+
+def test_a_payload_among_real_weights_is_refused(tmp_path):
+    run = _saved(tmp_path / "run")
+    marker = tmp_path / "ran"
+    state = _module(16).get_state()
+    state["pi.bias"] = Payload(eval, f"__import__('os').system('touch {marker}')")
+    _state_file(run).write_bytes(pickle.dumps(collections.OrderedDict(state)))
+    with pytest.raises(ValueError, match="refused, it names builtins.eval"):
+        make_agent(f"rllib:{run}")
+    assert not marker.exists()
+
+
+def test_the_safe_load_of_a_saved_module_equals_rays_own(tmp_path):
+    run = _saved(tmp_path / "run", hidden=24)
+    safe, trusted = make_agent(f"rllib:{run}"), make_agent(f"rllib+trusted:{run}")
+    assert safe.module.model_config == {"hidden": 24}
+    ours, theirs = safe.module.state_dict(), trusted.module.state_dict()
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda s: s.update({"body.2.weight": np.zeros((16, 17), np.float32)}), "has shape"),
+        (lambda s: s.pop("vf.bias"), r"missing \['vf.bias'\]"),
+        (lambda s: s.update({"pi.bias": np.zeros(86, np.int64)}), "not an RLlib module state"),
+        (lambda s: s.update({"pi.bias": np.full(86, np.nan, np.float32)}), "NaN or infinite"),
+    ],
+)
+def test_a_module_state_that_does_not_fit_is_refused(tmp_path, change, match):
+    run = _saved(tmp_path / "run")
+    state = _module(16).get_state()
+    change(state)
+    _state_file(run).write_bytes(pickle.dumps(state))
+    with pytest.raises(ValueError, match=match):
+        make_agent(f"rllib:{run}")
+
+
+def test_module_states_too_large_or_of_another_format_are_refused(tmp_path, monkeypatch):
+    run = _saved(tmp_path / "run", hidden=64)
+    with monkeypatch.context() as m:
+        m.setenv("ZHUOJI_MEMORY_LIMIT", "100000")
+        with pytest.raises(SizeError, match=r"module_state\.pkl .* needs about"):
+            make_agent(f"rllib:{run}")
+    size = _state_file(run).stat().st_size
+    monkeypatch.setenv("ZHUOJI_MEMORY_LIMIT", str(5 * size // 2))  # the file fits, the net not
+    with pytest.raises(SizeError, match="a MaskedPolicyModule of 89,111 weights needs about"):
+        make_agent(f"rllib:{run}")
+    monkeypatch.delenv("ZHUOJI_MEMORY_LIMIT")
+    _state_file(run).write_bytes(b"not a pickle at all")
+    with pytest.raises(ValueError, match="not an RLlib module state, a damaged pickle"):
+        make_agent(f"rllib:{run}")
+    (_module_dir(run) / "module_state.msgpack").write_bytes(b"")
+    with pytest.raises(ValueError, match="saved as msgpack.*rllib\\+trusted:"):
+        make_agent(f"rllib:{run}")
+
+
+def test_a_trained_checkpoint_plays_the_same_loaded_safely_or_by_ray(trained):
+    """The safe load of a trained run gives the same logits and greedy actions as
+    ``RLModule.from_checkpoint`` on positions of random games."""
+    out, _ = trained
+    env = zhuoji_env.env()
+    rng = np.random.default_rng(0)
+    obs, masks = [], []
+    for seed in range(3):
+        env.reset(seed=seed)
+        for _ in env.agent_iter():
+            o, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            obs.append(o["observation"])
+            masks.append(o["action_mask"].astype(bool))
+            env.step(int(rng.choice(np.flatnonzero(masks[-1]))))
+    obs, masks = np.stack(obs), np.stack(masks)
+    assert len(obs) > 200
+    safe = make_agent(f"rllib:{out / 'run'}:greedy")
+    trusted = RLlibAgent(RLModule.from_checkpoint(str(_module_dir(out / "run"))), greedy=True)
+    batch = {
+        Columns.OBS: {
+            "observation": torch.from_numpy(obs),
+            "action_mask": torch.from_numpy(masks.astype(np.int8)),
+        }
+    }
+    with torch.no_grad():
+        ours = safe.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        theirs = trusted.module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(ours, theirs)
+    assert (safe.act(obs, masks) == trusted.act(obs, masks)).all()

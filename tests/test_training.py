@@ -86,11 +86,13 @@ def test_ppo_selfplay_smoke_writes_checkpoint_that_plays_in_the_arena(tmp_path):
     assert words[:3] == ["python", "-m", "training.ppo_selfplay"]
     assert parse_args(ppo_selfplay.Args, words[3:]) == args
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1, 2, 3])
-    # a fresh run (no --resume) into the same folder starts metrics.jsonl anew
-    ppo_selfplay.train(
-        ppo_selfplay.Args(**{**vars(args), "total_decisions": 16 * 32, "eval_every": 0})
-    )
+    # a fresh run (no --resume) into the same folder is refused; with --force it replaces it
+    fresh = ppo_selfplay.Args(**{**vars(args), "total_decisions": 16 * 32, "eval_every": 0})
+    with pytest.raises(FlagError, match="holds a run .* or pass --force"):
+        ppo_selfplay.train(fresh)
+    ppo_selfplay.train(dataclasses.replace(fresh, force=True))
     _assert_logged_per_update(tmp_path / "metrics.jsonl", [1])
+    assert not (tmp_path / "update_3.pt").exists()
 
 
 @pytest.mark.parametrize("bf16", ["on", "off"])
@@ -591,8 +593,10 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
         ppo_selfplay.Args(**{**common, "oracle_critic": False, "out_dir": str(plain)},
                           total_decisions=16 * 32)
     )  # fmt: skip
-    capsys.readouterr()
-    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "resume": str(plain / "latest.pt")}))
+    capsys.readouterr()  # into the folder of the critic run: --force replaces that run
+    ppo_selfplay.train(
+        ppo_selfplay.Args(**{**resume, "resume": str(plain / "latest.pt"), "force": True})
+    )
     assert "optimizer state not resumed" in capsys.readouterr().out
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 2, seed=5, progress=False)

@@ -10,7 +10,9 @@ import inspect
 import json
 import math
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -168,6 +170,28 @@ def check_out_dir(path: str, name: str = "out_dir") -> None:
         raise FlagError(f"{flag(name)} {path!r}: {str(parent)!r} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FlagError(f"{flag(name)} {path!r}: cannot write in {str(parent)!r}")
+
+
+def file_names(paths: list[Path], limit: int = 6) -> str:
+    """The names of ``paths`` for a message, in a natural order (``update_2.pt`` before
+    ``update_10.pt``): all of them, or the first and last few and how many in all."""
+
+    def natural(name: str) -> list:
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+    names = sorted((p.name for p in paths), key=natural)
+    if len(names) > limit:
+        names = [*names[: limit // 2], "...", *names[-(limit // 2) :], f"({len(paths)} in all)"]
+    return ", ".join(names)
+
+
+def remove_paths(paths: list[Path]) -> None:
+    """Delete the files and folders of an earlier run that ``--force`` replaces."""
+    for p in paths:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
 
 
 def device_from_flag(name: str, flag_name: str = "device"):

@@ -5,7 +5,10 @@ Plays every saved checkpoint (``update_<k>.pt``) of the run folders, in the orde
 decisions trained (a run and its ``--resume`` continuations line up), against ``--opponent`` on
 the same duplicate deals (seed ``--seed``, every seating), by sampling and by argmax, and
 plots the margin per hand (policy minus opponent, 95% intervals) against decisions trained.
-The rules are each checkpoint's own. Writes the picture and, beside it, the numbers as JSON.
+The rules are each checkpoint's own. Writes the picture and, beside it, the numbers as JSON
+(each whole or not at all). Every flag, every checkpoint (its ``decisions`` and its rules) and
+the opponent under each checkpoint's rules are checked before any game is played; a bad one
+exits with status 2 and a message naming it.
 """
 
 from __future__ import annotations
@@ -18,21 +21,52 @@ from pathlib import Path
 from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
+from zhuoji_env.fileio import write_atomic, write_text_atomic
+from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
 
 
 def checkpoints(run_dirs: list[str]) -> list[tuple[int, Path, dict]]:
     """``(decisions, path, rules record)`` of every ``update_<k>.pt`` in the folders, sorted by
-    decisions; a folder without one raises ``ValueError``."""
+    decisions; a folder without one, or a checkpoint without a count of ``decisions`` or with
+    rules this package cannot make, raises ``ValueError`` naming it."""
     out = []
     for d in run_dirs:
+        if not Path(d).is_dir():
+            raise ValueError(f"{d!r}: not a folder (a run's --out-dir)")
         found = [p for p in Path(d).glob("update_*.pt") if re.fullmatch(r"update_\d+\.pt", p.name)]
         if not found:
             raise ValueError(f"{d!r}: no update_<k>.pt checkpoints in it")
         for p in found:
             _, ckpt = load_checkpoint(p)
-            out.append((int(ckpt["decisions"]), p, ckpt["rules"]))
+            decisions = ckpt.get("decisions")
+            if not isinstance(decisions, int) or isinstance(decisions, bool) or decisions < 0:
+                raise ValueError(
+                    f"{p}: its 'decisions' is {decisions!r}, not a count of decisions trained "
+                    "(not a training.ppo_selfplay checkpoint?)"
+                )
+            if "rules" not in ckpt:
+                raise ValueError(f"{p}: records no rules (not a training.ppo_selfplay checkpoint?)")
+            try:
+                rules = Rules.make(ckpt["rules"])
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{p}: its rules {ckpt['rules']!r} are refused: {exc}") from None
+            out.append((decisions, p, rules.to_record()))
     return sorted(out, key=lambda x: x[0])
+
+
+def picture_format(out: Path) -> str:
+    """The picture format of ``--out``'s suffix, one that matplotlib writes; else ``ValueError``."""
+    from matplotlib.figure import Figure
+
+    formats = sorted(Figure().canvas.get_supported_filetypes())
+    kind = out.suffix[1:].lower()
+    if kind not in formats:
+        raise ValueError(
+            f"--out {str(out)!r}: the suffix names the picture's format, one of "
+            f"{', '.join('.' + f for f in formats)}"
+        )
+    return kind
 
 
 def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[dict]:
@@ -56,6 +90,7 @@ def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[
 
 
 def plot(rows: list[dict], opponent: str, deals: int, path: Path, title: str) -> None:
+    """The curve of ``rows`` as a picture at ``path`` (its format from the suffix)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -75,7 +110,8 @@ def plot(rows: list[dict], opponent: str, deals: int, path: Path, title: str) ->
     ax.set_title(title or f"{deals} duplicate deals per point, 95% intervals")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    kind = picture_format(path)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, format=kind))
     plt.close(fig)
 
 
@@ -98,16 +134,25 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     if not out.parent.is_dir():
         parser.error(f"--out {a.out!r}: {str(out.parent)!r} is not a folder")
+    for path in (out, out.with_suffix(".json")):
+        if path.is_dir():
+            parser.error(f"--out {a.out!r}: {str(path)!r} is a folder")
     try:
+        picture_format(out)
         points = checkpoints(a.run_dirs)
-        make_agent(a.opponent)
+        for rules in {json.dumps(r, sort_keys=True): r for _, _, r in points}.values():
+            make_agent(a.opponent, seed=0, rules=rules)
     except ValueError as exc:
         parser.error(str(exc))
-    rows = measure(points, a.opponent, a.deals, a.seed, a.workers)
+    try:
+        rows = measure(points, a.opponent, a.deals, a.seed, a.workers)
+    except SizeError as exc:  # --deals too many for this machine: raised before the first game
+        parser.error(f"--deals {a.deals}: {exc}")
     plot(rows, a.opponent, a.deals, out, a.title)
-    out.with_suffix(".json").write_text(
+    write_text_atomic(
+        out.with_suffix(".json"),
         json.dumps({"opponent": a.opponent, "deals": a.deals, "seed": a.seed, "points": rows})
-        + "\n"
+        + "\n",
     )
     print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0

@@ -26,7 +26,11 @@ arena (duplicate deals, every seating) against ``--eval-opponents`` (by default 
 ``random``), once sampling its actions and once taking the argmax, on the same deals; each
 match-up's margin per hand (policy minus opponent) is logged, with its 95% interval, to the
 console, to TensorBoard (``--tensorboard``) and (after updates) to ``metrics.jsonl`` in the run
-directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). Each checkpoint records
+directory, beside the checkpoints (``latest.pt``, ``update_<k>.pt``). Every file is written whole
+or not at all (a temporary name, then a rename: :mod:`zhuoji_env.fileio`), and no run is
+overwritten: a fresh run refuses an ``--out-dir`` that holds one unless ``--force`` (which deletes
+its files first), and ``--resume`` continues the run of its checkpoint's own folder, or starts in
+a folder without a run (:func:`replaced_files`). Each checkpoint records
 its provenance in ``stages``: per run that led to it (the first, then each ``--resume``), the
 command that reruns it, the git commit, the preset, the decisions trained and the wall seconds
 (cloning included). ``metrics.jsonl``
@@ -58,6 +62,7 @@ import datetime
 import hashlib
 import json
 import multiprocessing as mp
+import re
 import shutil
 import tempfile
 import time
@@ -71,6 +76,7 @@ from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import (
     HINT_START,
+    INPUT_SIZES,
     VERSION_RULE,
     NetInput,
     PolicyNet,
@@ -93,7 +99,9 @@ from training.cli import (
     check_out_dir,
     command_line,
     device_from_flag,
+    file_names,
     parse_args,
+    remove_paths,
     rules_from_flag,
     run_main,
     source_commit,
@@ -113,6 +121,8 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
+from zhuoji_env.fileio import append_text_atomic, copy_atomic, unused_path
+from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -218,12 +228,17 @@ class Args:
     eval_opponents: str = "rule,random"
     """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/ppo"
-    """folder of the checkpoints and metrics.jsonl (a fresh run starts metrics.jsonl anew, --resume
-    appends)"""
+    """folder of the checkpoints and metrics.jsonl: a fresh run needs one without a run in it
+    (or --force); --resume continues in its checkpoint's folder (appending to metrics.jsonl) or
+    starts in a folder without a run"""
     save_every: int = 20
     """updates between checkpoints, update_<k>.pt copied to latest.pt (0: only the last)"""
     resume: str = ""
     """checkpoint to continue from"""
+    force: bool = False
+    """delete the files of the run that --out-dir holds (update_<k>.pt, latest.pt,
+    metrics.jsonl, tb/) before starting; without it such a folder is refused, unless --resume
+    continues that run from its newest checkpoint"""
     tensorboard: bool = False
     """also log to TensorBoard in OUT_DIR/tb"""
     progress: bool = True
@@ -239,9 +254,13 @@ class Args:
 DEFAULT_DECISIONS = 2_000_000
 
 
-def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.device]:
-    """Check every flag before any work: the rules, the device, and the ``--resume``
-    checkpoint if any.
+def check_args(
+    args: Args, lead: bool = True
+) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.device]:
+    """Check every flag before any work: the rules, the device, the ``--resume`` checkpoint if
+    any, the memory the sizes need (:func:`memory_needed`) and, in the ``lead`` process (the
+    others start once it has begun to write), that ``--out-dir`` holds no run this one would
+    overwrite (:func:`replaced_files`).
 
     Raises :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     check_fields(
@@ -369,7 +388,99 @@ def check_args(args: Args) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.
                 f"--resume {args.resume!r}: trained with --oracle-critic, whose network's own "
                 "value head was never trained; resume it with --oracle-critic"
             )
+    in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
+    try:
+        check_memory(
+            f"--num-envs {args.num_envs} x --num-steps {args.num_steps}"
+            + (f" with --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
+            memory_needed(args, in_size),
+        )
+    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
+        raise FlagError(str(exc)) from None
+    if lead:
+        replaced_files(args, resumed[1] if resumed else {})
     return rules, resumed, device
+
+
+GAME_BYTES = 20_000
+"""Bytes of one game of :class:`SelfPlayVecEnv` (its state, observations and masks; measured
+at 14-20 KB a game over the first steps of 256 and 4,096 games)."""
+
+
+def memory_needed(args: Args, in_size: int) -> int:
+    """A lower bound on the bytes the run allocates: its games, one rollout's buffers (``2 x
+    --num-steps`` rows of ``--num-envs`` decisions at most, the decisions carried over from the
+    previous rollout included; :class:`Rollout`) and, with ``--bc-agent``, the demonstrations
+    (each observation twice: as recorded and as the network reads it). The network's input is
+    ``in_size`` floats."""
+    hidden = oracle_hidden_size(args.oracle_draws) if args.oracle_critic else 0
+    # obs and hidden (float32), mask, act, logp, values, seats, phi, learner, rewards, 3 flags
+    row = 4 * (in_size + hidden) + NUM_ACTIONS + 8 + 4 + 4 + 8 + 4 + 1 + 4 + 3
+    need = args.num_envs * (GAME_BYTES + 2 * args.num_steps * row)
+    if args.bc_agent:
+        need += args.bc_decisions * (4 * (OBS_SIZE + in_size) + NUM_ACTIONS + 16)
+    return need
+
+
+RUN_FILES = ("latest.pt", "metrics.jsonl", "tb")
+"""What a run writes in its ``--out-dir`` beside its ``update_<k>.pt`` checkpoints."""
+
+
+def checkpoint_update(path: Path) -> int | None:
+    """The ``k`` of an ``update_<k>.pt`` checkpoint's name, else None."""
+    m = re.fullmatch(r"update_(\d+)\.pt", path.name)
+    return int(m[1]) if m else None
+
+
+def run_files(out_dir: Path) -> list[Path]:
+    """The files of a run that ``out_dir`` holds (:data:`RUN_FILES` and the checkpoints)."""
+    if not out_dir.is_dir():
+        return []
+    found = [out_dir / name for name in RUN_FILES if (out_dir / name).exists()]
+    return found + [p for p in out_dir.glob("update_*.pt") if checkpoint_update(p) is not None]
+
+
+def replaced_files(args: Args, ckpt: dict) -> list[Path]:
+    """The files of an earlier run in ``--out-dir`` that ``--force`` deletes before this run
+    starts (``ckpt``: the ``--resume`` checkpoint's dict, or ``{}``).
+
+    A folder without a run needs nothing deleted; so does the folder of the ``--resume``
+    checkpoint when that checkpoint is its newest (the run continues there, appending to its
+    metrics). Any other folder holding a run is refused with a :class:`FlagError` that names
+    its files and the way out, unless ``--force``. A resume from an older checkpoint of the
+    folder's own run is refused even with ``--force``, which would have to delete that run's
+    later checkpoints: a branch goes into a new folder."""
+    out = Path(args.out_dir)
+    found = run_files(out)
+    if not found:
+        return []
+    free = unused_path(out)
+    if args.resume and Path(args.resume).resolve().parent == out.resolve():
+        update = int(ckpt.get("update", 0))
+        later = [p for p in found if (checkpoint_update(p) or 0) > update]
+        if not later:
+            return []
+        newest = max(later, key=checkpoint_update)
+        raise FlagError(
+            f"--resume {args.resume!r} is update {update} of the run in --out-dir "
+            f"{args.out_dir!r}, which holds its later checkpoints ({file_names(later)}): the "
+            "resumed run would overwrite some of them and leave the others beside its own; "
+            f"resume from {str(newest)!r}, or branch into a new --out-dir ({str(free)!r} is "
+            "free)"
+        )
+    if args.force:
+        return found
+    if args.resume:
+        way_out = f"continue into a new --out-dir ({str(free)!r} is free)"
+    else:
+        latest = out / "latest.pt"
+        way_out = (
+            f"continue it with --resume {str(latest)!r}, " if latest.exists() else ""
+        ) + f"start in a new --out-dir ({str(free)!r} is free)"
+    raise FlagError(
+        f"--out-dir {args.out_dir!r} holds a run ({file_names(found)}) that this one would "
+        f"overwrite and mix with: {way_out}, or pass --force to delete those files first"
+    )
 
 
 def oracle_hidden_size(draws: int) -> int:
@@ -625,10 +736,13 @@ class PhaseClock:
 def train(args: Args) -> dict:
     """Run the training; returns the evaluations, the per-update statistics and timing.
 
-    Every flag is checked first (:func:`check_args`): nothing is written on a bad one. With
+    Every flag is checked first (:func:`check_args`): nothing is written on a bad one; then
+    ``--force`` deletes the earlier run in ``--out-dir`` (:func:`replaced_files`). With
     ``--processes P > 1`` this process is the first of P (it evaluates, logs and saves) and
     starts the others (:func:`data_parallel`)."""
     rules, resumed, device = check_args(args)
+    if args.force:
+        remove_paths(replaced_files(args, resumed[1] if resumed else {}))
     if args.processes == 1:
         return run(args, rules, resumed, device)
     return data_parallel(args, rules, resumed, device)
@@ -718,7 +832,7 @@ def _other_process(args: Args, rank: int, store: str) -> None:
     """Data-parallel process ``rank`` > 0: its share of the rollouts and of every update."""
     import torch.distributed as dist
 
-    rules, resumed, device = check_args(args)
+    rules, resumed, device = check_args(args, lead=False)
     group = _join_group(rank, args.processes, store)
     try:
         run(args, rules, resumed, device, group)
@@ -795,11 +909,7 @@ def run(
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out_dir / "tb"))
-    metrics_file = None
-    if lead:  # a fresh run starts the metrics anew; only --resume continues the file
-        mode = "a" if resumed else "w"
-        metrics_file = open(out_dir / "metrics.jsonl", mode, encoding="utf-8")  # noqa: SIM115
-
+    metrics = out_dir / "metrics.jsonl"  # none in a fresh run (replaced_files); --resume appends
     fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
     pool: list[PolicyNet] = []  # past snapshots of the network
     pool_seat = np.full((B, n), -1)  # member of fixed + pool playing each seat, -1: the learner
@@ -941,7 +1051,7 @@ def run(
                 ],
             }
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
-            shutil.copyfile(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
+            copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         row = {
             "update": update + 1,
             "decisions": decisions,
@@ -955,8 +1065,7 @@ def run(
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}")
             history.append(row)
-        metrics_file.write(json.dumps(row) + "\n")
-        metrics_file.flush()
+        append_text_atomic(metrics, json.dumps(row) + "\n")
         if bar is not None:
             bar.update(1)
         if last:
@@ -972,7 +1081,6 @@ def run(
         return {}
     if bar is not None:
         bar.close()
-    metrics_file.close()
     if writer:
         writer.close()
     total = time.perf_counter() - t_start

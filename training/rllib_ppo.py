@@ -19,6 +19,10 @@ environment step is one seat's decision). The algorithm checkpoint is written to
 ``OUT_DIR/checkpoint`` (``--resume DIR`` continues from it); ``rllib:OUT_DIR`` plays it as an
 agent, e.g. ``python -m agents.arena --agents rllib:runs/rllib,rule``. Metrics go to
 ``OUT_DIR/metrics.jsonl``; at the end the policy plays the arena against ``--eval-opponents``.
+Every file is written whole or not at all (the checkpoint folder is written beside the old one
+and swapped in: :func:`zhuoji_env.fileio.write_dir_atomic`), and no run is overwritten: an
+``OUT_DIR`` holding a run is refused unless ``--resume`` continues that very run or ``--force``
+deletes it first (:func:`replaced_files`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,21 @@ import torch
 import zhuoji_env
 from agents import make_agent
 from agents.registry import RLLIB_MISSING
-from training.cli import check_out_dir, parse_args, rules_from_flag
+from training.cli import (
+    FlagError,
+    check_out_dir,
+    file_names,
+    parse_args,
+    remove_paths,
+    rules_from_flag,
+)
+from zhuoji_env.fileio import (
+    append_text_atomic,
+    recover_dir,
+    unused_path,
+    write_dir_atomic,
+    write_text_atomic,
+)
 
 try:
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
@@ -106,8 +124,13 @@ class Args:
     """arena deals against each of --eval-opponents at the end (0: no evaluation)"""
     eval_opponents: str = "rule,random"
     out_dir: str = "runs/rllib"
+    """folder of the run: a fresh run needs one without a run in it (or --force)"""
     resume: str = ""
     """a run's --out-dir (or its checkpoint folder) to continue from"""
+    force: bool = False
+    """delete the run that --out-dir holds (checkpoint/, metrics.jsonl, args.json,
+    cluster.json) before starting; without it such a folder is refused, unless --resume
+    continues that run"""
 
 
 _AT_LEAST = {
@@ -128,7 +151,9 @@ _AT_LEAST = {
 
 
 def check_args(args: Args) -> None:
-    """Raise ``ValueError`` naming the first flag whose value is not allowed."""
+    """Raise ``ValueError`` naming the first flag whose value is not allowed. A checkpoint
+    folder of ``--out-dir`` or ``--resume`` left parked by a kill in the middle of its
+    replacement is put back first (:func:`zhuoji_env.fileio.recover_dir`)."""
     for name, low in _AT_LEAST.items():
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -152,9 +177,42 @@ def check_args(args: Args) -> None:
     if args.eval_deals:
         for spec in [o for o in args.eval_opponents.split(",") if o]:
             make_agent(spec, seed=0, rules=rules)
+    for folder in {args.out_dir, args.resume} - {""}:  # a swap killed between its renames
+        recover_dir(Path(folder) / CHECKPOINT)
     if args.resume:
         checkpoint_dir(args.resume)
     check_out_dir(args.out_dir)
+    replaced_files(args)
+
+
+RUN_FILES = (CHECKPOINT, "metrics.jsonl", "args.json", "cluster.json")
+"""What a run writes in its ``--out-dir``."""
+
+
+def replaced_files(args: Args) -> list[Path]:
+    """The files of an earlier run in ``--out-dir`` that ``--force`` deletes before this run
+    starts: none when the folder holds no run, or when ``--resume`` continues the very run it
+    holds. Any other folder holding a run raises :class:`FlagError` naming its files and the
+    way out, unless ``--force``."""
+    out = Path(args.out_dir)
+    found = [out / name for name in RUN_FILES if (out / name).exists()]
+    if not found:
+        return []
+    if args.resume and checkpoint_dir(args.resume).resolve() == (out / CHECKPOINT).resolve():
+        return []
+    if args.force:
+        return found
+    free = str(unused_path(out))
+    way_out = (
+        f"continue into a new --out-dir ({free!r} is free)"
+        if args.resume
+        else f"continue it with --resume {args.out_dir!r}, start in a new --out-dir ({free!r} is "
+        "free)"
+    )
+    raise FlagError(
+        f"--out-dir {args.out_dir!r} holds a run ({file_names(found)}) that this one would "
+        f"overwrite: {way_out}, or pass --force to delete those files first"
+    )
 
 
 def frozen_id(slot: int) -> str:
@@ -342,6 +400,8 @@ def train(args: Args) -> dict:
     import ray
 
     check_args(args)
+    if args.force:
+        remove_paths(replaced_files(args))
     torch.set_num_threads(args.torch_threads)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -357,48 +417,44 @@ def train(args: Args) -> dict:
             for slot in range(args.league_size):  # the league starts as the initial policy
                 snapshot(algo, slot)
         rows = []
-        mode = "w" if resume is None else "a"  # a fresh run starts the metrics anew
-        with open(out_dir / "metrics.jsonl", mode, encoding="utf-8") as metrics:
-            t_start = time.perf_counter()
-            first = algo.iteration
-            decisions0 = None
-            for _ in range(args.iterations):
-                result = algo.train()
-                lifetime = int(result["env_runners"].get("num_env_steps_sampled_lifetime", 0))
-                if decisions0 is None:  # counts of a resumed run start at the checkpoint's
-                    decisions0 = lifetime - int(
-                        result["env_runners"].get("num_env_steps_sampled", 0)
-                    )
-                row = summarize(
-                    result,
-                    lifetime - decisions0,
-                    time.perf_counter() - t_start,
-                    algo.iteration,
-                    args.reward_scale,
+        metrics = out_dir / "metrics.jsonl"  # none yet in a fresh run (replaced_files)
+        t_start = time.perf_counter()
+        first = algo.iteration
+        decisions0 = None
+        for _ in range(args.iterations):
+            result = algo.train()
+            lifetime = int(result["env_runners"].get("num_env_steps_sampled_lifetime", 0))
+            if decisions0 is None:  # counts of a resumed run start at the checkpoint's
+                decisions0 = lifetime - int(result["env_runners"].get("num_env_steps_sampled", 0))
+            row = summarize(
+                result,
+                lifetime - decisions0,
+                time.perf_counter() - t_start,
+                algo.iteration,
+                args.reward_scale,
+            )
+            rows.append(row)
+            append_text_atomic(metrics, json.dumps(row) + "\n")
+            seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
+            print(
+                f"iteration {row['iteration']}: {row['decisions']:,} decisions "
+                f"{row['decisions_per_s']:,.0f}/s, seat returns {seats or '-'}, "
+                f"policy loss {row['loss/policy']:+.4f}",
+                flush=True,
+            )
+            if args.league_size and algo.iteration % args.league_every == 0:
+                snapshot(algo, (algo.iteration // args.league_every - 1) % args.league_size)
+            out_of_time = args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
+            done = algo.iteration - first >= args.iterations or out_of_time
+            if done or (args.save_every and algo.iteration % args.save_every == 0):
+                write_dir_atomic(
+                    out_dir / CHECKPOINT, lambda tmp: algo.save_to_path(str(tmp.resolve()))
                 )
-                rows.append(row)
-                metrics.write(json.dumps(row) + "\n")
-                metrics.flush()
-                seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
-                print(
-                    f"iteration {row['iteration']}: {row['decisions']:,} decisions "
-                    f"{row['decisions_per_s']:,.0f}/s, seat returns {seats or '-'}, "
-                    f"policy loss {row['loss/policy']:+.4f}",
-                    flush=True,
-                )
-                if args.league_size and algo.iteration % args.league_every == 0:
-                    snapshot(algo, (algo.iteration // args.league_every - 1) % args.league_size)
-                out_of_time = (
-                    args.time_limit and time.perf_counter() - t_start > 60 * args.time_limit
-                )
-                done = algo.iteration - first >= args.iterations or out_of_time
-                if done or (args.save_every and algo.iteration % args.save_every == 0):
-                    algo.save_to_path(str((out_dir / CHECKPOINT).resolve()))
-                if done:
-                    break
-        (out_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
+            if done:
+                break
+        write_text_atomic(out_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=1))
         layout = cluster_layout(algo)
-        (out_dir / "cluster.json").write_text(json.dumps(layout, indent=1))
+        write_text_atomic(out_dir / "cluster.json", json.dumps(layout, indent=1))
     finally:
         algo.stop()
         if started_ray:

@@ -5,10 +5,11 @@ The path Stable-Baselines3 users know. ``--env single`` trains on ``n_envs`` cop
 :class:`~zhuoji_env.envs.sb3.SB3VecEnv` (no subprocesses). In both the learner holds one seat
 (drawn per hand) and the other seats are played by ``--opponent`` (an agent spec: ``rule``,
 ``greedy``, ``random``, or a checkpoint such as ``ppo:runs/ppo/latest.pt``). The model is saved
-to ``OUT_DIR/model.zip``, loads as the agent ``sb3:OUT_DIR/model.zip`` (:mod:`agents.sb3`), and
-is evaluated at the end in the arena against ``--eval-opponents`` on duplicate deals. Every flag
-is checked before any work starts (:func:`check_args`); a bad one exits with status 2 and a
-message naming it.
+to ``OUT_DIR/model.zip`` (whole or not at all: a temporary name, then a rename), loads as the
+agent ``sb3:OUT_DIR/model.zip`` (:mod:`agents.sb3`), and is evaluated at the end in the arena
+against ``--eval-opponents`` on duplicate deals. Every flag is checked before any work starts
+(:func:`check_args`), an ``OUT_DIR`` that already holds a ``model.zip`` included (``--force``
+replaces it); a bad one exits with status 2 and a message naming it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from training.cli import (
     rules_from_flag,
     run_main,
 )
+from zhuoji_env.fileio import unused_path, write_atomic
 from zhuoji_env.rules import Rules
 
 
@@ -73,11 +75,17 @@ class Args:
     eval_opponents: str = "rule,random"
     """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/sb3"
-    """folder of model.zip"""
+    """folder of model.zip (one that holds a model.zip already needs --force)"""
+    force: bool = False
+    """replace the model.zip that --out-dir holds (at the end of training, in one step)"""
     verbose: int = 0
     """SB3's verbosity (0: quiet, 1: training stats)"""
     device: str = "auto"
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
+
+
+MODEL = "model.zip"
+"""The model's file name in ``--out-dir``."""
 
 
 def check_args(args: Args) -> tuple[Rules, torch.device]:
@@ -109,6 +117,13 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     check_agent_specs(args.opponent, "opponent", rules)
     check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
     check_out_dir(args.out_dir)
+    model = Path(args.out_dir) / MODEL
+    if model.exists() and not args.force:
+        raise FlagError(
+            f"--out-dir {args.out_dir!r} holds {MODEL} of an earlier run, which this one would "
+            f"overwrite: train into a new --out-dir ({str(unused_path(args.out_dir))!r} is "
+            "free), or pass --force to replace it"
+        )
     return rules, device_from_flag(args.device)
 
 
@@ -161,8 +176,12 @@ def train(args: Args) -> dict:
     )
     model.learn(total_timesteps=args.total_timesteps)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save(out / "model.zip")
+
+    def save(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: SB3 would add ".zip" to a temporary name
+            model.save(f)
+
+    write_atomic(out / MODEL, save)
     agent = SB3Agent(model, seed=args.seed)
     results = {}
     arenas = against_each(
@@ -172,8 +191,8 @@ def train(args: Args) -> dict:
         print(res.table())
         margin, ci = res.margin("sb3", opp)
         results[opp] = {"margin": margin, "ci95": ci}
-    print(f"saved {out / 'model.zip'}; margins {json.dumps(results)}")
-    return {"model": str(out / "model.zip"), "eval": results}
+    print(f"saved {out / MODEL}; margins {json.dumps(results)}")
+    return {"model": str(out / MODEL), "eval": results}
 
 
 PROG = "python -m training.sb3_maskable"

@@ -9,6 +9,13 @@ sha256, and its arena tables under its own preset against ``rule``, ``greedy`` a
 command that reproduces them. The checkpoint's preset must be the name's
 (:data:`agents.registry.SHIPPED_POLICIES`). A checkpoint written before ``stages`` were recorded
 takes them from ``--stages FILE`` (a JSON list of such dicts).
+
+Everything is checked before anything is written: the checkpoint, each stage's fields and their
+types, the preset, ``--out-dir``, and whether ``NAME.pt`` or ``NAME.json`` is there already
+(replacing a shipped policy needs ``--force``). The arena plays a staged copy of the new
+``NAME.pt``; only then do the two files land, together (:func:`land`; a ship killed between
+their two renames is finished by the next one, :func:`finish_interrupted`). Exit status 2 and a
+message on every bad input.
 """
 
 from __future__ import annotations
@@ -16,11 +23,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
+import os
 from pathlib import Path
 
 from agents.arena import against_each
 from agents.ppo import POLICY_DIR, load_checkpoint, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
+from training.cli import check_out_dir
+from zhuoji_env.fileio import write_atomic, write_text_atomic
+from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
 
 STAGE_KEYS = ("command", "commit", "preset", "decisions", "seconds")
@@ -31,9 +43,28 @@ PLAYS = [(opp, "") for opp in OPPONENTS] + [("rule", ":greedy")]
 """The arena tables of a provenance: sampling against each opponent, argmax against rule."""
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _seconds(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+STAGE_TYPES = {
+    "command": (lambda v: isinstance(v, str), "a string"),
+    "commit": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "preset": (lambda v: isinstance(v, str), "a string"),
+    "decisions": (_count, "an integer >= 0"),
+    "seconds": (_seconds, "a finite number >= 0"),
+}
+"""What each of :data:`STAGE_KEYS` must hold."""
+
+
 def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
     """The training stages of a checkpoint, or of ``--stages FILE``; each must say
-    :data:`STAGE_KEYS`, and their decisions must add up to the checkpoint's."""
+    :data:`STAGE_KEYS` with values of :data:`STAGE_TYPES`, and their decisions must add up to
+    the checkpoint's."""
     if stages_file:
         stages = json.loads(Path(stages_file).read_text(encoding="utf-8"))
         if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
@@ -45,28 +76,83 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
             "the checkpoint records no training stages (written before they were recorded): "
             "give them with --stages FILE, a JSON list of {" + ", ".join(STAGE_KEYS) + "}"
         )
+    if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
+        raise ValueError("the checkpoint's 'stages' is not a list of objects")
     for i, stage in enumerate(stages):
         missing = [k for k in STAGE_KEYS if k not in stage]
         if missing:
             raise ValueError(f"stage {i} lacks {missing}: each stage says {list(STAGE_KEYS)}")
-    total = sum(int(s["decisions"]) for s in stages)
-    if total != ckpt.get("decisions"):
+        for key, (ok, allowed) in STAGE_TYPES.items():
+            if not ok(stage[key]):
+                raise ValueError(f"stage {i}: {key!r} is {stage[key]!r}, it must be {allowed}")
+    if not _count(ckpt.get("decisions")):
         raise ValueError(
-            f"the stages add up to {total:,} decisions, the checkpoint says "
-            f"{ckpt.get('decisions')!r}"
+            f"the checkpoint's 'decisions' is {ckpt.get('decisions')!r}, not an integer >= 0"
+        )
+    total = sum(s["decisions"] for s in stages)
+    if total != ckpt["decisions"]:
+        raise ValueError(
+            f"the stages add up to {total:,} decisions, the checkpoint says {ckpt['decisions']!r}"
         )
     return stages
 
 
-def arena_tables(path: Path, rules: Rules, deals: int, seed: int, workers: int) -> dict:
-    """The shipped file's arena results against each opponent (sampling; argmax vs rule)."""
+def staged(out_dir: Path, name: str) -> tuple[Path, Path]:
+    """The hidden names the new ``NAME.pt`` and ``NAME.json`` are written to before they land."""
+    return out_dir / f".{name}.pt.new", out_dir / f".{name}.json.new"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def land(out_dir: Path, name: str) -> None:
+    """Rename the staged ``.NAME.pt.new`` and ``.NAME.json.new`` (both complete on disk) over
+    ``NAME.pt`` and ``NAME.json``, the ``.json`` last: a kill between the two renames leaves the
+    new ``NAME.pt`` beside the old ``NAME.json`` and the staged ``.NAME.json.new``, whose
+    sha256 is the new ``NAME.pt``'s, so :func:`finish_interrupted` can tell and finish."""
+    pt_new, json_new = staged(out_dir, name)
+    os.replace(pt_new, out_dir / f"{name}.pt")
+    os.replace(json_new, out_dir / f"{name}.json")
+
+
+def finish_interrupted(out_dir: Path, name: str) -> str | None:
+    """Settle what a ship of ``name`` killed part-way left in ``out_dir``; returns what was done.
+
+    Killed between the renames of :func:`land` (the staged ``.json`` alone is left, and its
+    sha256 is ``NAME.pt``'s): its rename is done now, so the pair is the new one. Killed before
+    them (during the checks, the writes or the arena): the staged files are deleted, and the
+    old pair was never touched."""
+    pt_new, json_new = staged(out_dir, name)
+    pt = out_dir / f"{name}.pt"
+    if json_new.is_file() and not pt_new.exists() and pt.is_file():
+        try:
+            record = json.loads(json_new.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            record = None
+        if isinstance(record, dict) and record.get("sha256") == sha256(pt):
+            os.replace(json_new, out_dir / f"{name}.json")
+            return f"finished an interrupted ship: {name}.json now matches {name}.pt"
+    leftovers = [p for p in (pt_new, json_new) if p.exists()]
+    leftovers += [t for p in (pt_new, json_new) for t in out_dir.glob(f".{p.name}.*.tmp")]
+    for p in leftovers:
+        p.unlink()
+    if leftovers:
+        return f"deleted the staged files of an interrupted ship of {name} (the old pair stands)"
+    return None
+
+
+def arena_tables(path: Path, name: str, rules: Rules, deals: int, seed: int, workers: int) -> dict:
+    """The arena results of the checkpoint file ``path``, shipped as ``name``, against each
+    opponent (sampling; argmax vs rule), played under ``rules``."""
     out = {}
     for opp, option in PLAYS:
         res = against_each(f"ppo:{path}{option}", "ppo", opp, deals, seed, rules, workers)[opp]
         margin, ci = res.margin("ppo", opp)
         play = "argmax" if option else "sampling"
         summary = res.summary()
-        summary["agents"]["ppo"]["spec"] = f"{path.stem}{option}"  # the name it ships under
+        summary["agents"]["ppo"]["spec"] = f"{name}{option}"  # the name it ships under
+        summary["specs"][0] = f"{name}{option}"  # not the staged file's path
         out.setdefault(opp, {})[play] = {
             "margin": round(margin, 4),
             "margin_ci95": [round(x, 4) for x in ci],
@@ -90,15 +176,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2028, help="arena seed (not tuned on)")
     parser.add_argument("--workers", type=int, default=2, help="arena processes")
     parser.add_argument("--out-dir", default=str(POLICY_DIR), help="where NAME.pt/.json go")
+    parser.add_argument(
+        "--force", action="store_true", help="replace the NAME.pt/.json that --out-dir holds"
+    )
     a = parser.parse_args(argv)
     if a.deals < 1 or a.workers < 1:
         parser.error(f"--deals and --workers must be >= 1, got {a.deals} and {a.workers}")
     try:
         net, ckpt = load_checkpoint(a.checkpoint)
         stages = read_stages(ckpt, a.stages)
-    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        rules = Rules.make(ckpt.get("rules"))
+        check_out_dir(a.out_dir)
+    except (OSError, ValueError, TypeError) as exc:  # JSONDecodeError, FlagError: ValueErrors
         parser.error(str(exc))
-    rules = Rules.make(ckpt["rules"])
+    if "rules" not in ckpt:
+        parser.error(f"{a.checkpoint} records no rules, so it cannot be shipped as {a.name}")
     if rules.preset != SHIPPED_POLICIES[a.name] or rules.overrides:
         parser.error(
             f"{a.checkpoint} was trained under {rules.to_record()}; {a.name} is the plain "
@@ -106,30 +198,50 @@ def main(argv: list[str] | None = None) -> int:
         )
     out_dir = Path(a.out_dir)
     path = out_dir / f"{a.name}.pt"
-    save_checkpoint(
-        path, net, rules=ckpt["rules"], decisions=ckpt["decisions"], stages=stages, name=a.name
-    )
-    arena = arena_tables(path, rules, a.deals, a.seed, a.workers)
-    record = {
-        "name": a.name,
-        "preset": rules.preset,
-        "file": path.name,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "decisions": ckpt["decisions"],
-        "seconds": round(sum(float(s["seconds"]) for s in stages), 1),
-        "stages": stages,
-        "arena": {
-            "commands": [
-                f"python -m agents.arena --agents {a.name}{option},{opp} --preset {rules.preset} "
-                f"--deals {a.deals} --seed {a.seed}"
-                for opp, option in PLAYS
-            ],
-            "deals": a.deals,
-            "seed": a.seed,
-            "against": arena,
-        },
-    }
-    (out_dir / f"{a.name}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    if out_dir.is_dir():
+        done = finish_interrupted(out_dir, a.name)
+        if done:
+            print(done)
+    there = [p.name for p in (path, path.with_suffix(".json")) if p.exists()]
+    if there and not a.force:
+        parser.error(
+            f"--out-dir {a.out_dir} holds {' and '.join(there)} (the shipped {a.name}): pass "
+            "--force to replace them (both at once, when the new ones are complete), or ship "
+            "into another --out-dir"
+        )
+    pt_new, json_new = staged(out_dir, a.name)
+    try:
+        extra = dict(rules=ckpt["rules"], decisions=ckpt["decisions"], stages=stages, name=a.name)
+        write_atomic(pt_new, lambda tmp: save_checkpoint(tmp, net, **extra))
+        try:
+            arena = arena_tables(pt_new, a.name, rules, a.deals, a.seed, a.workers)
+        except SizeError as exc:  # --deals too many for this machine: before the first game
+            parser.error(f"--deals {a.deals}: {exc}")
+        record = {
+            "name": a.name,
+            "preset": rules.preset,
+            "file": path.name,
+            "sha256": sha256(pt_new),
+            "decisions": ckpt["decisions"],
+            "seconds": round(sum(float(s["seconds"]) for s in stages), 1),
+            "stages": stages,
+            "arena": {
+                "commands": [
+                    f"python -m agents.arena --agents {a.name}{option},{opp} --preset "
+                    f"{rules.preset} --deals {a.deals} --seed {a.seed}"
+                    for opp, option in PLAYS
+                ],
+                "deals": a.deals,
+                "seed": a.seed,
+                "against": arena,
+            },
+        }
+        write_text_atomic(json_new, json.dumps(record, indent=1) + "\n")
+    except BaseException:
+        pt_new.unlink(missing_ok=True)
+        json_new.unlink(missing_ok=True)
+        raise
+    land(out_dir, a.name)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) and {a.name}.json")
     return 0
 

@@ -2,9 +2,10 @@
 
 Prints each record's replayed ``result`` as JSON. When the record carries a result, any
 difference is reported and the exit status is 1; an unreadable file, a file that is not UTF-8
-JSON, a malformed record (its stored result included) or an illegal decision is reported with
-what was wrong (for a decision: the action's index, seat, what it tried and what was legal), the
-run goes on with the next file, and the exit status is 2.
+standard JSON (``NaN`` and nesting too deep to read included), a malformed record (its stored
+result included) or an illegal decision is reported with what was wrong (for a decision: the
+action's index, seat, what it tried and what was legal), the run goes on with the next file,
+and the exit status is 2.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ A record may carry two optional per-decision fields, aligned with ``actions``, t
 tools write (``agents.analysis``): ``probs``, each ``null`` or an object from action text
 (``"discard 5m"``, ``"pong"``) to the deciding agent's probability, and ``values``, each
 ``null`` or the agent's value estimate. The page shows them beside the alternatives; replay
-ignores them. ``agents`` (optional) labels the seats.
+ignores them. ``agents`` (optional) labels the seats with strings. A value is null or a finite
+number: the page's JSON reader has no ``NaN`` or ``Infinity``, and one would blank it.
+
+The page never replaces the record it shows, nor (without ``--force``) any existing file, and
+is written whole or not at all (:mod:`zhuoji_env.fileio`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import base64
 import html
 import itertools
 import json
+import math
+import os
+import reprlib
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -41,6 +48,7 @@ from zhuoji_env.engine.state import (
     YAOJI_IN_RIVER,
     State,
 )
+from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.picture import (
     ITEM_LABELS,
     MELD_LABELS,
@@ -79,6 +87,35 @@ def _check_probs(probs: list) -> None:
                 f"probs[{j}]: expected null or an object from action text to a probability "
                 f"in [0, 1], got {p!r}"
             )
+
+
+def _finite(v: int | float) -> bool:
+    """Not NaN or infinite (an int of any size is finite; ``math.isfinite`` cannot take one)."""
+    return isinstance(v, int) or math.isfinite(v)
+
+
+def _check_values(values: list) -> None:
+    for j, v in enumerate(values):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+            raise RecordError(
+                f"values[{j}]: expected null or a finite number (the agent's value estimate), "
+                f"got {reprlib.repr(v)}"
+            )
+
+
+def _check_agents(labels: Any, n: int) -> None:
+    if labels is None:
+        return
+    if (
+        not isinstance(labels, list)
+        or len(labels) != n
+        or not all(isinstance(x, str) for x in labels)
+    ):
+        raise RecordError(
+            f"'agents' must list one label (a string) per seat ({n}), got {reprlib.repr(labels)}"
+        )
 
 
 def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
@@ -155,9 +192,9 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
     probs = _optional_list(rec, "probs", n_dec)
     _check_probs(probs)
     values = _optional_list(rec, "values", n_dec)
+    _check_values(values)
     labels = rec.get("agents")
-    if labels is not None and (not isinstance(labels, list) or len(labels) != rules.num_players):
-        raise RecordError(f"'agents' must list one label per seat ({rules.num_players})")
+    _check_agents(labels, rules.num_players)
     steps = []
     for j, (_, st, a) in enumerate(iter_states(rec)):
         over = int(st.phase[0]) == OVER
@@ -192,7 +229,7 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
 
 def page(rec: Mapping[str, Any], title: str = "Zhuoji hand") -> str:
     """The viewer page of a record, as one HTML string."""
-    data = json.dumps(replay_steps(rec), separators=(",", ":"))
+    data = json.dumps(replay_steps(rec), separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return (
         _TEMPLATE.replace("__TITLE__", html.escape(title))
@@ -202,11 +239,16 @@ def page(rec: Mapping[str, Any], title: str = "Zhuoji hand") -> str:
     )
 
 
-def write_page(rec: Mapping[str, Any], out: str | Path, title: str | None = None) -> Path:
-    """Write the viewer page of ``rec`` to ``out``; returns the path."""
+def write_page(
+    rec: Mapping[str, Any], out: str | Path, title: str | None = None, *, overwrite: bool = False
+) -> Path:
+    """Write the viewer page of ``rec`` to ``out`` whole or not at all; returns the path.
+
+    An existing ``out`` is replaced only with ``overwrite=True`` (else ``FileExistsError``)."""
     out = Path(out)
-    out.write_text(page(rec, title or out.stem), encoding="utf-8")
-    return out
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists: pass overwrite=True to replace it")
+    return write_text_atomic(out, page(rec, title or out.stem))
 
 
 class Record:
@@ -256,9 +298,9 @@ class Record:
         """The viewer page (see :func:`page`)."""
         return page(self.rec, title)
 
-    def save(self, path: str | Path, title: str | None = None) -> Path:
-        """Write the viewer page to ``path``."""
-        return write_page(self.rec, path, title)
+    def save(self, path: str | Path, title: str | None = None, *, overwrite: bool = False) -> Path:
+        """Write the viewer page to ``path`` (see :func:`write_page`)."""
+        return write_page(self.rec, path, title, overwrite=overwrite)
 
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -477,17 +519,50 @@ show(0);
 """
 
 
+PAGE_SUFFIXES = (".html", ".htm")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` name one existing file (through links too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _out_problem(flag: str, out: Path, record: Path, force: bool) -> str | None:
+    """Why the page may not be written to ``out``, or None. It must be an ``.html``/``.htm``
+    name in an existing folder, never the record itself, and not an existing file unless
+    ``force``."""
+    name = f"{flag} {str(out)!r}"
+    if out.is_dir():
+        return f"{name} is a folder: give a file name, e.g. hand.html"
+    if out.suffix.lower() not in PAGE_SUFFIXES:
+        return f"{name} is not an .html name: the page is HTML, e.g. {out.stem}.html"
+    if not out.parent.is_dir():
+        return f"{name}: {str(out.parent)!r} is not an existing folder"
+    if _same_file(out, record):
+        return f"{name} is the record itself: give the page another name with --out"
+    if out.exists() and not force:
+        return f"{name} exists: give another name with --out, or --force to replace it"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zhuoji_env.view", description=__doc__)
     parser.add_argument("record", type=Path, help="a record file (JSON, RULES.md 10)")
-    parser.add_argument("--out", type=Path, help="the page to write (default: RECORD.html)")
+    parser.add_argument(
+        "--out", type=Path, help="the page to write, NAME.html (default: RECORD.html)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing page (never the record)"
+    )
     args = parser.parse_args(argv)
     out = args.out or args.record.with_suffix(".html")
     flag = "--out" if args.out else "the page next to RECORD"
-    if out.is_dir():
-        parser.error(f"{flag} {str(out)!r} is a folder: give a file name, e.g. hand.html")
-    if not out.parent.is_dir():
-        parser.error(f"{flag} {str(out)!r}: {str(out.parent)!r} is not an existing folder")
+    problem = _out_problem(flag, out, args.record, args.force)
+    if problem:
+        parser.error(problem)
     try:
         rec = load(args.record)
         html_page = page(rec, title=args.record.stem)
@@ -495,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.record}: error: {err}", file=sys.stderr)
         return 2
     try:
-        out.write_text(html_page, encoding="utf-8")
+        write_text_atomic(out, html_page)
     except OSError as err:
         parser.error(f"{flag} {str(out)!r}: cannot write the page ({err.strerror or err})")
     print(f"wrote {out}")

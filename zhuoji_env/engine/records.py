@@ -290,11 +290,19 @@ def compare(expected: Mapping[str, Any], got: Mapping[str, Any]) -> list[str]:
     return diffs
 
 
+def _no_constant(name: str) -> None:
+    """``json``'s hook for ``NaN``, ``Infinity`` and ``-Infinity``: standard JSON has none."""
+    raise RecordError(f"not valid JSON: {name} is not a JSON number (a record is standard JSON)")
+
+
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a record file: JSON in UTF-8, else ``RecordError`` (``OSError`` when unreadable)."""
+    """Read a record file: standard JSON in UTF-8, else ``RecordError`` (``OSError`` when
+    unreadable). ``NaN``/``Infinity`` (which Python's ``json`` would accept but a browser's
+    does not), brackets nested deeper than Python's recursion limit and integers longer than
+    Python converts are refused as ``RecordError`` too."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return json.load(f, parse_constant=_no_constant)
     except UnicodeDecodeError as err:
         raise RecordError(
             f"not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
@@ -302,3 +310,11 @@ def load(path: str | Path) -> dict[str, Any]:
         ) from None
     except json.JSONDecodeError as err:
         raise RecordError(f"not valid JSON ({err})") from None
+    except RecursionError:
+        raise RecordError(
+            "arrays or objects nested too deeply to read (a record nests a few levels)"
+        ) from None
+    except RecordError:
+        raise
+    except ValueError as err:  # an integer of more digits than int() converts
+        raise RecordError(f"not a record: {err}") from None
