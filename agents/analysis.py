@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from agents.arena import deal_walls, game_stats, labels_of, seatings
-from agents.base import Agent
+from agents.base import Agent, decide
 from agents.registry import make_agent
 from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
@@ -138,7 +138,7 @@ def play_traced(
         who = seat_agent[live, actor]
         for a in np.unique(who[ask]):
             sel = ask[who[ask] == a]
-            acts[sel] = objs[a].act(obs[sel], mask[sel])
+            acts[sel] = decide(objs[a], obs[sel], mask[sel], st, live[sel])
             out = policy_outputs(objs[a], obs[sel], mask[sel])
             if out is not None:
                 probs[sel], value[sel] = out

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, decide
 from agents.registry import make_agent
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals
@@ -178,7 +178,7 @@ def play_games(
             who = seat_agent[g, actor[ask]]
             for a in np.unique(who):
                 sel = np.flatnonzero(who == a)
-                acts[ask[sel]] = agents[a].act(obs[sel], mask[ask[sel]])
+                acts[ask[sel]] = decide(agents[a], obs[sel], mask[ask[sel]], st, g[sel])
         actions[live] = acts
         ended = core.step(rules, st, actions)
         if on_hands is not None:

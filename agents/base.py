@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN
+from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.tiles import NUM_KINDS
 
@@ -27,9 +28,15 @@ P_TURN, P_RESPONSE, P_ROB, P_BAOTING = TURN, RESPONSE, ROB, BAOTING_DISCARD
 
 
 class Agent:
-    """Base class: validates and batches input, then calls :meth:`_act` on ``[k, ...]`` arrays."""
+    """Base class: validates and batches input, then calls :meth:`_act` on ``[k, ...]`` arrays.
+
+    An agent with ``needs_view = True`` (``search:BASE``) decides from the public view of the
+    game as well (:mod:`zhuoji_env.belief`: what the seat knows, nothing hidden) through
+    ``act_view(obs, mask, view)``; :func:`decide` gives it that view.
+    """
 
     name = "agent"
+    needs_view = False
 
     def __init__(self, seed=None):
         self.rng = np.random.default_rng(seed)
@@ -66,6 +73,15 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -> np.ndarray:
+    """``agent``'s actions for games ``g`` of ``st`` (``obs`` and ``mask`` are those games' acting
+    seats' observations and masks): ``act``, or ``act_view`` with the public view of the games
+    for an agent that ``needs_view``."""
+    if getattr(agent, "needs_view", False):
+        return agent.act_view(obs, mask, public_view(st, g))
+    return agent.act(obs, mask)
 
 
 # --------------------------------------------------------------------------- decoding helpers

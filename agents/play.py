@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, decide
 from agents.registry import make_agent
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
@@ -153,7 +153,7 @@ def play_hand(
                 say(f"Rejected: {msg}")
         else:
             obs = encode(st, np.array([0]), np.array([actor]), scores[None, :])
-            a = int(opponents[actor].act(obs[0], mask))
+            a = int(decide(opponents[actor], obs, mask[None], st, np.array([0]))[0])
             name, tile = A.decode(a)
             say(f"player_{actor}: {name}{' ' + glyph(tile) if tile else ''}")
         core.step(rules, st, np.array([a]))

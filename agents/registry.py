@@ -10,7 +10,8 @@ model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` 
 is made. None of them runs code from the file it loads: ``sb3:`` and ``rllib:`` rebuild their
 network from its weights alone; ``sb3+trusted:PATH`` and ``rllib+trusted:PATH[:greedy]`` load
 through the libraries' own loaders (other architectures too), which run any code a crafted file
-holds, so they are for files the user trusts.
+holds, so they are for files the user trusts. ``search:BASE[:k=K][:c=C][:unsure=P]`` is any
+BASE with decision-time search (:mod:`agents.search`).
 
 Other code adds its own agents with :func:`register_agent`::
 
@@ -134,6 +135,13 @@ def _register_builtins() -> None:
 
     register_agent("rllib", rllib(False))
     register_agent("rllib+trusted", rllib(True))
+
+    def search(arg, seed=None, rules=None):
+        from agents.search import agent_factory
+
+        return agent_factory(arg, seed=seed, rules=rules, make_agent=make_agent)
+
+    register_agent("search", search)
 
 
 _register_builtins()

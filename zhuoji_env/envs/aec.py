@@ -91,6 +91,11 @@ all zeros for every other agent (and after the match ends).
 seats) followed by all hidden information (every hand, every concealed kong, the live wall as
 counts, the flip tile), for centralised critics; ``state_space`` is its Box.
 
+``public_view()`` returns what the agent to act knows of the game as arrays
+(``zhuoji_env.belief.PublicView``: the state with every hidden part blanked), from which
+``zhuoji_env.belief.sample`` deals complete games for decision-time search; an agent made by
+``make_agent("search:BASE")`` acts with ``agent.act_view(obs, mask, env.public_view())``.
+
 ## Rewards
 
 When a hand ends every seat receives its settlement for the hand (RULES.md 7: what it received
@@ -170,6 +175,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from zhuoji_env.belief import PublicView, public_view
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
@@ -332,6 +338,16 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         if agent is not None and agent not in self.agent_name_mapping:
             raise ValueError(f"unknown agent {agent!r}: the agents are {self.possible_agents}")
         return self._mask(self.agent_selection if agent is None else agent).copy()
+
+    def public_view(self) -> PublicView:
+        """What the agent to act knows of the game, for decision-time search
+        (:mod:`zhuoji_env.belief`; ``search:BASE`` plays with ``act_view(obs, mask, view)``).
+        Raises ``RuntimeError`` when nobody is to act (the episode ended)."""
+        g = self._game("public_view()")
+        agent = self.agent_selection
+        if not self._mask(agent).any():
+            raise RuntimeError(f"nobody is to act ({agent!r} has no legal action): no public view")
+        return public_view(g.state, [0])
 
     # ------------------------------------------------------------------ stepping
     def step(self, action) -> None:

@@ -37,6 +37,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.state import State
@@ -377,10 +378,18 @@ def check_opponent(policy, name: str = "opponent") -> None:
         )
 
 
-def opponent_actions(policy, obs: np.ndarray | None, mask: np.ndarray, who: str) -> np.ndarray:
-    """int64 ``[k]``: ``policy.act(obs, mask)`` for ``k`` mask rows, checked (``k`` integer
-    actions in range; legality is checked by the caller, who knows the seats)."""
-    return as_actions(policy.act(obs, mask), mask.shape[0], f"the actions of {who}")
+def opponent_actions(
+    policy, obs: np.ndarray | None, mask: np.ndarray, who: str, state: State, games
+) -> np.ndarray:
+    """int64 ``[k]``: ``policy.act(obs, mask)`` for ``k`` mask rows of games ``games`` of
+    ``state``, checked (``k`` integer actions in range; legality is checked by the caller, who
+    knows the seats). A policy that ``needs_view`` (``search:BASE``) gets
+    ``act_view(obs, mask, view)`` with the public view of those games (nothing hidden)."""
+    if getattr(policy, "needs_view", False):
+        acts = policy.act_view(obs, mask, public_view(state, games))
+    else:
+        acts = policy.act(obs, mask)
+    return as_actions(acts, mask.shape[0], f"the actions of {who}")
 
 
 class RandomPolicy:

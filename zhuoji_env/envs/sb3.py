@@ -198,7 +198,7 @@ class SB3VecEnv(VecEnv):
             obs = None
             if getattr(self.opponent, "needs_observation", True):
                 obs = self._encode(wait, seats)
-            acts = opponent_actions(self.opponent, obs, mask, "the opponent")
+            acts = opponent_actions(self.opponent, obs, mask, "the opponent", g.state, wait)
             bad = np.flatnonzero(~mask[np.arange(wait.size), acts])
             if bad.size:
                 j = int(bad[0])

@@ -242,7 +242,7 @@ class SingleAgentEnv(gymnasium.Env):
             if getattr(policy, "needs_observation", True):
                 obs = self._obs(actor)[None]
             who = f"opponent player_{actor} (seat {actor})"
-            a = int(opponent_actions(policy, obs, mask[None], who)[0])
+            a = int(opponent_actions(policy, obs, mask[None], who, g.state, [0])[0])
             if not mask[a]:
                 raise IllegalActionError(illegal_message(who, g.state, 0, a))
             reward += self._apply(a)

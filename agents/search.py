@@ -1,0 +1,251 @@
+"""Search at decision time: ``search:BASE`` plays BASE, improved by rollouts from sampled deals.
+
+At a decision with more than one legal action (and, with ``unsure``, only where BASE's most
+likely action has less than that probability), the agent takes BASE's ``c`` most likely actions,
+draws ``k`` complete deals that agree with everything the seat has seen
+(:mod:`zhuoji_env.belief`), plays each candidate from each deal to the end of the hand with BASE
+in every seat, and takes the candidate with the best mean score for the seat: the hand's
+settlement as the engine makes it, in points. Every candidate meets the same deals and the same
+random numbers in its rollouts (common random numbers), so the comparison is paired.
+
+Rollouts of every table an arena or environment asks at once run as one engine batch, with one
+call of BASE per step for all of them. BASE acts in rollouts by its action probabilities
+(:func:`rollout_probs`): a PPO network's softmax (its argmax with ``:greedy``), uniform for
+``random``, and the action it plays for the others (``rule`` is deterministic; ``greedy``'s
+ties and other agents' own randomness are then their own, not shared between candidates).
+
+Spec: ``search:BASE[:k=K][:c=C][:unsure=P]``, options at the end, each at most once, e.g.
+``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``.
+:data:`DEFAULTS` are the defaults. The agent needs the public view of the game
+(``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
+environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.base import Agent
+from agents.simple import RandomAgent
+from zhuoji_env import belief
+from zhuoji_env.engine import core
+from zhuoji_env.engine.state import OVER, State
+from zhuoji_env.observation import SLICES, encode
+from zhuoji_env.rules import Rules
+
+DEFAULTS = {"k": 32, "c": 3, "unsure": None}
+"""Deals sampled per decision, candidate actions searched, and the probability of BASE's
+favourite above which it is played without search (``None``: search every decision with a
+choice)."""
+
+_LIMITS = {"k": (1, 4096), "c": (2, 86)}
+_MATCH_BLOCKS = ("scores", "hand_no")  # observation blocks that rollouts copy from the real one
+
+
+def rollout_probs(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """float64 ``[k, 86]``: the probabilities with which ``agent`` plays each action."""
+    policy = getattr(agent, "policy", None)
+    if policy is not None:
+        probs = np.asarray(policy(obs, mask)[0], dtype=np.float64)
+        if not getattr(agent, "greedy", False):
+            return np.where(mask, probs, 0.0)
+        return np.eye(mask.shape[1])[np.where(mask, probs, -1).argmax(1)]
+    if isinstance(agent, RandomAgent):
+        return mask / mask.sum(1, keepdims=True)
+    return np.eye(mask.shape[1])[agent.act(obs, mask)]
+
+
+def _preference(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A second key for ranking candidates among actions of equal probability: ``rule``'s
+    score of each action it weighs (its advice), else zeros."""
+    advice = getattr(agent, "advice", None)
+    if advice is None:
+        return np.zeros(mask.shape)
+    scores = advice(obs, mask)[1]
+    return np.where(np.isnan(scores), -np.inf, scores)
+
+
+def seat_scores(st: State, seat: np.ndarray) -> np.ndarray:
+    """int64 ``[B]``: what seat ``seat`` of each finished hand received less what it paid."""
+    rows = np.arange(st.batch_size)
+    got = st.ledger.sum(axis=(1, 3))[rows, seat]
+    paid = st.ledger.sum(axis=(2, 3))[rows, seat]
+    return (got - paid).astype(np.int64)
+
+
+def rollout(
+    rules: Rules, base: Agent, st: State, match: np.ndarray, pair: np.ndarray, rng
+) -> State:
+    """Play every game of ``st`` to the end of its hand with ``base`` in every seat, in place.
+
+    ``match`` (``[B, m]``) holds each game's match blocks of the observation (scores, hand
+    number), copied into every observation the rollout encodes. Games with the same ``pair``
+    id draw the same uniform number at each step (common random numbers across candidates).
+    """
+    size = int(pair.max(initial=-1)) + 1
+    cols = np.concatenate([np.arange(SLICES[b].start, SLICES[b].stop) for b in _MATCH_BLOCKS])
+    actions = np.full(st.batch_size, -1, dtype=np.int64)
+    while True:
+        live = np.flatnonzero(st.phase != OVER)
+        u = rng.random(size)
+        if not live.size:
+            return st
+        actions[:] = -1
+        mask = st.mask[live]
+        ask = mask.sum(1) > 1
+        actions[live[~ask]] = mask[~ask].argmax(1)
+        g = live[ask]
+        if g.size:
+            obs = encode(st, g, st.actor[g])
+            obs[:, cols] = match[g]
+            probs = rollout_probs(base, obs, mask[ask])
+            cdf = np.cumsum(probs, 1)
+            actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
+        core.step(rules, st, actions)
+
+
+class SearchAgent(Agent):
+    """BASE with rollouts at its decisions (module docstring)."""
+
+    name = "search"
+    needs_view = True
+
+    def __init__(
+        self,
+        base: Agent,
+        rules=None,
+        k: int = DEFAULTS["k"],
+        c: int = DEFAULTS["c"],
+        unsure: float | None = DEFAULTS["unsure"],
+        seed=None,
+    ):
+        super().__init__(seed)
+        if getattr(base, "needs_view", False):
+            raise ValueError(f"search needs a base that plays from observations, got {base!r}")
+        for name, value in (("k", k), ("c", c)):
+            low, high = _LIMITS[name]
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"search option {name} must be an integer, got {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"search option {name}={value} is out of range {low}-{high}")
+        if unsure is not None and not 0 < unsure <= 1:
+            raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
+        self.base = base
+        self.rules = Rules.make(rules)
+        self.k, self.c, self.unsure = int(k), int(c), unsure
+
+    def reseed(self, seed) -> None:
+        super().reseed(seed)
+        self.base.reseed(int(self.rng.integers(2**62)))
+
+    def _act(self, obs, mask):
+        raise ValueError(
+            "search plays from the public view of the game: call act_view(obs, mask, view) with "
+            "zhuoji_env.belief.public_view(state, games), or play it through the arena, "
+            "agents.play or an environment"
+        )
+
+    def act_view(self, obs, mask, view: belief.PublicView) -> np.ndarray:
+        """Actions ``[k]`` for observations ``[k, OBS_SIZE]``, masks ``[k, 86]`` and the public
+        views of the same k games (their acting seats' observations and masks)."""
+        obs = np.asarray(obs, dtype=np.float32)
+        mask = np.asarray(mask).astype(bool, copy=False)
+        if obs.ndim != 2 or mask.ndim != 2 or view.batch_size != obs.shape[0]:
+            raise ValueError(
+                f"act_view takes obs [k, OBS_SIZE], masks [k, 86] and the views of the same k "
+                f"games, got obs {obs.shape}, masks {mask.shape} and {view.batch_size} views"
+            )
+        if not np.array_equal(view.state.mask, mask):
+            raise ValueError("the views are not of the games being decided: their masks differ")
+        acts = np.asarray(self.base.act(obs, mask), dtype=np.int64)
+        legal = mask.sum(1)
+        search = legal > 1
+        probs = None
+        if self.unsure is not None:
+            probs = rollout_probs(self.base, obs, mask)
+            search &= probs.max(1) < self.unsure
+        rows = np.flatnonzero(search)
+        if not rows.size:
+            return acts
+        if probs is None:
+            probs = rollout_probs(self.base, obs[rows], mask[rows])
+        else:
+            probs = probs[rows]
+        cand = self.candidates(obs[rows], mask[rows], probs)
+        value = self.evaluate(view.take(rows), obs[rows], cand)
+        acts[rows] = cand[np.arange(rows.size), value.argmax(1)]
+        return acts
+
+    def candidates(self, obs, mask, probs) -> np.ndarray:
+        """int ``[R, c]``: the c most likely legal actions of each row (by probability, then
+        ``rule``'s advice, then at random), most likely first; rows with fewer legal actions
+        repeat their first."""
+        pref = _preference(self.base, obs, mask)
+        noise = self.rng.random(mask.shape)
+        order = np.lexsort((noise, -pref, -np.where(mask, probs, -1.0)), axis=1)
+        c = min(self.c, mask.shape[1])
+        cand = order[:, :c]
+        legal = mask.sum(1, keepdims=True)
+        return np.where(np.arange(c)[None] < legal, cand, cand[:, :1])
+
+    def evaluate(self, view: belief.PublicView, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """float ``[R, c]``: the mean score for the seat of each candidate over the k sampled
+        deals (a repeated candidate scores as its first)."""
+        r, c, k = cand.shape[0], cand.shape[1], self.k
+        deals = belief.sample(self.rules, view, k, self.rng)  # rows r*k + j
+        st = deals.take(np.repeat(np.arange(r * k), c))  # rows (r*k + j)*c + i
+        first = np.repeat(cand, k, axis=0).reshape(-1)
+        seat = st.actor.astype(np.int64)
+        core.step(self.rules, st, first)
+        cols = np.concatenate([np.arange(SLICES[b].start, SLICES[b].stop) for b in _MATCH_BLOCKS])
+        match = np.repeat(obs[:, cols], k * c, axis=0)
+        pair = np.repeat(np.arange(r * k), c)
+        rollout(self.rules, self.base, st, match, pair, self.rng)
+        score = seat_scores(st, seat).reshape(r, k, c).mean(1)
+        repeated = np.zeros_like(cand, dtype=bool)
+        repeated[:, 1:] = cand[:, 1:] == cand[:, :1]
+        return np.where(repeated, -np.inf, score)
+
+    def __repr__(self) -> str:
+        return f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure})"
+
+
+def parse_spec(arg: str) -> tuple[str, dict]:
+    """``BASE[:k=K][:c=C][:unsure=P]`` -> ``(BASE, options)``; options are peeled off the end."""
+    opts: dict = {}
+    base = arg
+    while base:
+        head, _, last = base.rpartition(":")
+        name, eq, value = last.partition("=")
+        if not eq:
+            break
+        if name not in DEFAULTS:
+            raise ValueError(
+                f"search:{arg}: unknown option {name!r}; the options are k=, c= and unsure="
+            )
+        if name in opts:
+            raise ValueError(f"search:{arg}: option {name}= given more than once")
+        try:
+            opts[name] = float(value) if name == "unsure" else int(value)
+        except ValueError:
+            kind = "a number in (0, 1]" if name == "unsure" else "an integer"
+            raise ValueError(f"search:{arg}: option {name}={value!r} is not {kind}") from None
+        base = head
+    if not base:
+        raise ValueError(f"search:{arg}: no base agent before the options")
+    return base, opts
+
+
+def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> SearchAgent:
+    """``search:BASE[:k=K][:c=C][:unsure=P]``: BASE (any agent spec, made by ``make_agent``, the
+    registry's) with decision-time search."""
+    if not arg:
+        raise ValueError(
+            "agent 'search' needs a base agent: search:BASE[:k=K][:c=C][:unsure=P], "
+            "e.g. search:ppo-guiyang or search:rule:k=64"
+        )
+    base_spec, opts = parse_spec(arg)
+    ss = np.random.SeedSequence(seed) if seed is not None else np.random.SeedSequence()
+    base_seed, own_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))
+    base = make_agent(base_spec, seed=base_seed, rules=rules)
+    return SearchAgent(base, rules=rules, seed=own_seed, **opts)

@@ -1,0 +1,212 @@
+"""Decision-time search (``agents.search``, ``search:BASE``): it finds the winning discard a
+weak base misses, it cannot act on hidden tiles, its options are checked, and it plays in the
+arena, terminal play and the environments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zhuoji_env
+from agents import make_agent
+from agents.arena import main as arena_main
+from agents.base import Agent, decide
+from agents.search import SearchAgent, parse_spec, rollout_probs
+from zhuoji_env import belief
+from zhuoji_env.engine import BatchGame, core
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.state import PONG_MELD, TURN, State, empty_state
+from zhuoji_env.observation import encode
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_KINDS, parse_tiles
+
+
+class LowestDiscard(Agent):
+    """A weak, deterministic base: wins when it may, else discards its lowest kind, else takes
+    the first legal action (a pass in a window)."""
+
+    name = "lowest"
+
+    def _act(self, obs, mask):
+        out = np.where(mask[:, A.PASS], A.PASS, mask.argmax(1))
+        discards = mask[:, :NUM_KINDS]
+        out = np.where(discards.any(1), discards.argmax(1), out)
+        return np.where(mask[:, A.HU], A.HU, out)
+
+
+def position(own: str, concealed: dict[int, str], live: str) -> tuple[Rules, State]:
+    """Seat 0 to discard from ``own`` (14 tiles, the last drawn); each other seat holds the
+    ``concealed`` tiles and pongs of kinds it does not hold (4 - len/3 of them, from 1s up);
+    ``live`` is the live wall in order; every other copy lies in the rivers."""
+    rules = Rules.make("guiyang")
+    st = empty_state(1, 4)
+    st.hand[0, 0] = np.bincount(parse_tiles(own), minlength=NUM_KINDS)
+    used = set(parse_tiles(own)) | {t for c in concealed.values() for t in parse_tiles(c)}
+    used |= set(parse_tiles(live))
+    free = iter(t for t in range(NUM_KINDS - 1, -1, -1) if t not in used)
+    for seat, codes in concealed.items():
+        st.hand[0, seat] = np.bincount(parse_tiles(codes), minlength=NUM_KINDS)
+        for _ in range((13 - len(parse_tiles(codes))) // 3):
+            t = next(free)
+            st.meld[0, seat, t] = PONG_MELD
+            st.meld_from[0, seat, t] = (seat + 1) % 4
+    wall = parse_tiles(live)
+    st.front[0], st.back[0] = 70, 70 + len(wall) - 1
+    st.wall[0, 70 : 70 + len(wall)] = wall
+    seen = st.hand[0].sum(0) + 3 * (st.meld[0] == PONG_MELD).sum(0)
+    seen += np.bincount(wall, minlength=NUM_KINDS)
+    assert (seen <= 4).all()
+    for j, t in enumerate(np.repeat(np.arange(NUM_KINDS), 4 - seen)):
+        s = j % 4
+        st.river[0, s, st.river_len[0, s]] = t
+        st.river_len[0, s] += 1
+        st.river_counts[0, s, t] += 1
+    st.discarded[0] = True
+    st.phase[0], st.actor[0], st.turn_seat[0], st.dealer[0] = TURN, 0, 0, 1
+    st.drawn[0], st.drew[0] = parse_tiles(own)[-1], True
+    core.compute_masks(rules, st, np.arange(1))
+    return rules, st
+
+
+# Seat 0 holds 1m1m1m 2m2m2m 3m3m3m 4s4s 6p7p 9m: discarding 9m waits on 5p and 8p, seven of
+# the nine unseen tiles; the lowest-discard base throws 1m and is not ready. In BAD the same
+# unseen tiles lie so that seat 1 holds the other 9m: four pongs and 9m, a 大对子 that wins on
+# the 9m discard (perfect information would keep it); seat 0 cannot know that.
+OWN = "1m1m1m2m2m2m3m3m3m4s4s6p7p9m"
+GOOD = ({1: "5p", 2: "8p", 3: "5p"}, "8p9m5p5p8p9m")
+BAD = ({1: "9m", 2: "8p", 3: "5p"}, "8p5p5p9m5p8p")
+
+
+def _search(rules, base, k=48, c=8, seed=0):
+    return SearchAgent(base, rules=rules, k=k, c=c, seed=seed)
+
+
+def _choice(agent, st: State) -> int:
+    obs = encode(st, np.array([0]), st.actor)
+    return int(decide(agent, obs, st.mask, st, np.array([0]))[0])
+
+
+def test_search_finds_the_ready_discard_the_base_misses():
+    rules, st = position(OWN, *GOOD)
+    base = LowestDiscard()
+    assert _choice(base, st) == A.encode("discard", "1m")
+    assert _choice(_search(rules, base), st) == A.encode("discard", "9m")
+
+
+def test_search_does_not_see_the_hidden_tiles():
+    """In BAD the 9m discard loses to seat 1's hidden 9m; search, which sees only the public
+    view (the same in both), still makes the choice that is best on what it can see."""
+    rules, good = position(OWN, *GOOD)
+    _, bad = position(OWN, *BAD)
+    assert not np.array_equal(good.hand, bad.hand)
+    a, b = belief.public_view(good), belief.public_view(bad)
+    for name in ("hand", "meld", "river", "river_counts", "wall", "mask"):
+        assert np.array_equal(getattr(a.state, name), getattr(b.state, name)), name
+    after = bad.copy()
+    core.step(rules, after, np.array([A.encode("discard", "9m")]))
+    assert after.mask[0, A.HU] and after.actor[0] == 1, "seat 1 may win on the 9m in BAD"
+    choices = [_choice(_search(rules, LowestDiscard(), seed=3), s) for s in (good, bad)]
+    assert choices == [A.encode("discard", "9m")] * 2
+
+
+def test_candidates_follow_the_base_and_scores_are_paired():
+    rules, st = position(OWN, *GOOD)
+    agent = _search(rules, make_agent("rule", rules=rules), k=4, c=3)
+    obs = encode(st, np.array([0]), st.actor)
+    probs = rollout_probs(agent.base, obs, st.mask)
+    cand = agent.candidates(obs, st.mask, probs)
+    assert cand[0, 0] == agent.base.act(obs, st.mask)[0]
+    assert st.mask[0, cand[0]].all() and len(set(cand[0].tolist())) == 3
+    # the same candidate twice scores the same on the same deals and random numbers
+    twice = np.array([[cand[0, 0], cand[0, 1], cand[0, 1]]])
+    value = agent.evaluate(belief.public_view(st), obs, np.array([[cand[0, 1], cand[0, 1]]]))
+    assert value[0, 1] == -np.inf  # a repeated candidate is never chosen over its first
+    v = SearchAgent(agent.base, rules=rules, k=4, c=3, seed=1).evaluate(
+        belief.public_view(st), obs, twice[:, [1, 0]]
+    )
+    assert np.isfinite(v).all()
+
+
+@pytest.mark.parametrize(
+    "spec,want",
+    [
+        ("rule", ("rule", {})),
+        ("rule:k=8:c=2", ("rule", {"k": 8, "c": 2})),
+        ("ppo-guiyang:greedy:unsure=0.9", ("ppo-guiyang:greedy", {"unsure": 0.9})),
+        ("ppo:a:b.pt:k=4", ("ppo:a:b.pt", {"k": 4})),
+    ],
+)
+def test_spec_options(spec, want):
+    assert parse_spec(spec) == want
+
+
+@pytest.mark.parametrize(
+    "spec,match",
+    [
+        ("search", "needs a base agent"),
+        ("search:rule:k=0", "out of range"),
+        ("search:rule:k=x", "not an integer"),
+        ("search:rule:c=1", "out of range"),
+        ("search:rule:unsure=2", r"\(0, 1\]"),
+        ("search:rule:foo=1", "unknown option 'foo'"),
+        ("search:rule:k=2:k=3", "more than once"),
+        ("search:k=2", "no base agent"),
+        ("search:search:rule", "plays from observations"),
+        ("search:nope", "unknown agent spec"),
+    ],
+)
+def test_bad_specs_are_refused(spec, match):
+    with pytest.raises(ValueError, match=match):
+        make_agent(spec)
+
+
+def test_act_without_a_view_is_refused():
+    agent = make_agent("search:random:k=2")
+    rules, st = position(OWN, *GOOD)
+    obs = encode(st, np.array([0]), st.actor)
+    with pytest.raises(ValueError, match="public view"):
+        agent.act(obs, st.mask)
+    other = position("1m1m1m2m2m2m3m3m3m4s4s6p7p7p", *GOOD)[1]
+    with pytest.raises(ValueError, match="masks differ"):
+        agent.act_view(obs, st.mask, belief.public_view(other))
+
+
+def test_arena_smoke(capsys):
+    """A small arena of search against its base, batched over the tables: the same deals and
+    seed give the same result."""
+    argv = ["--agents", "search:rule:k=2:c=2,rule", "--deals", "2", "--seed", "5", "--no-progress"]
+    assert arena_main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[:-1]  # the last line has the wall time
+    assert any(line.startswith("search:rule:k=2:c=2 ") for line in first)
+    assert arena_main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[:-1] == first
+
+
+def test_environment_opponent_and_aec_view():
+    from zhuoji_env.envs.single import SingleAgentEnv
+
+    env = SingleAgentEnv(opponents=make_agent("search:random:k=2:c=2", seed=1))
+    obs, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        legal = np.flatnonzero(info["action_mask"])
+        obs, reward, done, trunc, info = env.step(int(rng.choice(legal)))
+    aec = zhuoji_env.env()
+    aec.reset(seed=2)
+    agent = make_agent("search:rule:k=2:c=2", seed=0)
+    for _ in range(10):
+        ob = aec.observe(aec.agent_selection)
+        mask = ob["action_mask"].astype(bool)
+        a = agent.act_view(ob["observation"][None], mask[None], aec.unwrapped.public_view())
+        aec.step(int(a[0]))
+
+
+def test_batched_search_equals_one_table_at_a_time_in_its_views():
+    """The views of several tables, searched together, are the views of each table alone."""
+    game = BatchGame("guiyang", batch_size=6, seed=3)
+    whole = belief.public_view(game.state)
+    for i in range(6):
+        one = belief.public_view(game.state, [i])
+        assert np.array_equal(whole.take([i]).state.hand, one.state.hand)
+        assert np.array_equal(whole.take([i]).an_kongs, one.an_kongs)
