@@ -4,9 +4,11 @@ At a decision with more than one legal action (and, with ``unsure``, only where 
 likely action has less than that probability), the agent takes BASE's ``c`` most likely actions,
 draws ``k`` complete deals that agree with everything the seat has seen
 (:mod:`zhuoji_env.belief`), plays each candidate from each deal to the end of the hand with BASE
-in every seat, and takes the candidate with the best mean score for the seat: the hand's
-settlement as the engine makes it, in points. Every candidate meets the same deals and the same
-random numbers in its rollouts (common random numbers), so the comparison is paired.
+in every seat, and scores each by the seat's settlement of the hand as the engine makes it, in
+points. Every candidate meets the same deals and the same random numbers in its rollouts (common
+random numbers), so the comparison is paired: the candidate with the best mean is played if it
+beats BASE's favourite by more than ``z`` standard errors of their paired difference, else the
+favourite is (a few noisy rollouts should not overrule a good policy).
 
 Rollouts of every table an arena or environment asks at once run as one engine batch, with one
 call of BASE per step for all of them. BASE acts in rollouts by its action probabilities
@@ -14,7 +16,7 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ``random``, and the action it plays for the others (``rule`` is deterministic; ``greedy``'s
 ties and other agents' own randomness are then their own, not shared between candidates).
 
-Spec: ``search:BASE[:k=K][:c=C][:unsure=P]``, options at the end, each at most once, e.g.
+Spec: ``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]``, options at the end, each at most once, e.g.
 ``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``.
 :data:`DEFAULTS` are the defaults. The agent needs the public view of the game
 (``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
@@ -33,12 +35,15 @@ from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 
-DEFAULTS = {"k": 32, "c": 3, "unsure": None}
-"""Deals sampled per decision, candidate actions searched, and the probability of BASE's
-favourite above which it is played without search (``None``: search every decision with a
-choice)."""
+DEFAULTS = {"k": 32, "c": 3, "unsure": None, "z": 1.0}
+"""Deals sampled per decision, candidate actions searched, the probability of BASE's favourite
+above which it is played without search (``None``: search every decision with a choice), and
+the standard errors by which another candidate must beat the favourite to be played."""
 
 _LIMITS = {"k": (1, 4096), "c": (2, 86)}
+ROLLOUT_BATCH = 32_768
+"""Rollout games stepped as one batch at most (about 7 KB each): a decision's k x c rollouts
+are never split, so tables are searched together in groups that fit."""
 _MATCH_BLOCKS = ("scores", "hand_no")  # observation blocks that rollouts copy from the real one
 
 
@@ -117,6 +122,7 @@ class SearchAgent(Agent):
         k: int = DEFAULTS["k"],
         c: int = DEFAULTS["c"],
         unsure: float | None = DEFAULTS["unsure"],
+        z: float = DEFAULTS["z"],
         seed=None,
     ):
         super().__init__(seed)
@@ -130,9 +136,11 @@ class SearchAgent(Agent):
                 raise ValueError(f"search option {name}={value} is out of range {low}-{high}")
         if unsure is not None and not 0 < unsure <= 1:
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
+        if not 0 <= z <= 10:
+            raise ValueError(f"search option z={z} must be in [0, 10]")
         self.base = base
         self.rules = Rules.make(rules)
-        self.k, self.c, self.unsure = int(k), int(c), unsure
+        self.k, self.c, self.unsure, self.z = int(k), int(c), unsure, float(z)
 
     def reseed(self, seed) -> None:
         super().reseed(seed)
@@ -172,8 +180,12 @@ class SearchAgent(Agent):
         else:
             probs = probs[rows]
         cand = self.candidates(obs[rows], mask[rows], probs)
-        value = self.evaluate(view.take(rows), obs[rows], cand)
-        acts[rows] = cand[np.arange(rows.size), value.argmax(1)]
+        per = max(1, ROLLOUT_BATCH // (self.k * cand.shape[1]))
+        for lo in range(0, rows.size, per):
+            part = np.arange(lo, min(lo + per, rows.size))
+            r = rows[part]
+            pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
+            acts[r] = cand[part, pick]
         return acts
 
     def candidates(self, obs, mask, probs) -> np.ndarray:
@@ -189,8 +201,8 @@ class SearchAgent(Agent):
         return np.where(np.arange(c)[None] < legal, cand, cand[:, :1])
 
     def evaluate(self, view: belief.PublicView, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """float ``[R, c]``: the mean score for the seat of each candidate over the k sampled
-        deals (a repeated candidate scores as its first)."""
+        """int64 ``[R, k, c]``: the seat's score with each candidate on each of k sampled
+        deals."""
         r, c, k = cand.shape[0], cand.shape[1], self.k
         deals = belief.sample(self.rules, view, k, self.rng)  # rows r*k + j
         st = deals.take(np.repeat(np.arange(r * k), c))  # rows (r*k + j)*c + i
@@ -201,17 +213,32 @@ class SearchAgent(Agent):
         match = np.repeat(obs[:, cols], k * c, axis=0)
         pair = np.repeat(np.arange(r * k), c)
         rollout(self.rules, self.base, st, match, pair, self.rng)
-        score = seat_scores(st, seat).reshape(r, k, c).mean(1)
+        return seat_scores(st, seat).reshape(r, k, c)
+
+    def choose(self, scores: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """int ``[R]``: which candidate to play, given the scores of :meth:`evaluate`: the best
+        mean, where it beats BASE's favourite (candidate 0) by more than ``z`` standard errors
+        of their paired difference over the deals; else the favourite. A repeated candidate
+        (a row with fewer legal actions than c) is never chosen."""
+        r, k, _ = scores.shape
+        mean = scores.mean(1)
         repeated = np.zeros_like(cand, dtype=bool)
         repeated[:, 1:] = cand[:, 1:] == cand[:, :1]
-        return np.where(repeated, -np.inf, score)
+        best = np.where(repeated, -np.inf, mean).argmax(1)
+        diff = scores[np.arange(r), :, best] - scores[:, :, 0]  # [R, k]
+        gain = diff.mean(1)
+        se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
+        return np.where((gain > 0) & (gain > self.z * se), best, 0)
 
     def __repr__(self) -> str:
-        return f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure})"
+        return (
+            f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z})"
+        )
 
 
 def parse_spec(arg: str) -> tuple[str, dict]:
-    """``BASE[:k=K][:c=C][:unsure=P]`` -> ``(BASE, options)``; options are peeled off the end."""
+    """``BASE[:k=K][:c=C][:unsure=P][:z=Z]`` -> ``(BASE, options)``, the options peeled off
+    the end."""
     opts: dict = {}
     base = arg
     while base:
@@ -221,14 +248,14 @@ def parse_spec(arg: str) -> tuple[str, dict]:
             break
         if name not in DEFAULTS:
             raise ValueError(
-                f"search:{arg}: unknown option {name!r}; the options are k=, c= and unsure="
+                f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure= and z="
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")
         try:
-            opts[name] = float(value) if name == "unsure" else int(value)
+            opts[name] = float(value) if name in ("unsure", "z") else int(value)
         except ValueError:
-            kind = "a number in (0, 1]" if name == "unsure" else "an integer"
+            kind = "a number" if name in ("unsure", "z") else "an integer"
             raise ValueError(f"search:{arg}: option {name}={value!r} is not {kind}") from None
         base = head
     if not base:
@@ -237,11 +264,11 @@ def parse_spec(arg: str) -> tuple[str, dict]:
 
 
 def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> SearchAgent:
-    """``search:BASE[:k=K][:c=C][:unsure=P]``: BASE (any agent spec, made by ``make_agent``, the
-    registry's) with decision-time search."""
+    """``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]``: BASE (any agent spec, made by the
+    registry's ``make_agent``) with decision-time search."""
     if not arg:
         raise ValueError(
-            "agent 'search' needs a base agent: search:BASE[:k=K][:c=C][:unsure=P], "
+            "agent 'search' needs a base agent: search:BASE[:k=K][:c=C][:unsure=P][:z=Z], "
             "e.g. search:ppo-guiyang or search:rule:k=64"
         )
     base_spec, opts = parse_spec(arg)

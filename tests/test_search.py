@@ -4,6 +4,8 @@ arena, terminal play and the environments."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -109,22 +111,35 @@ def test_search_does_not_see_the_hidden_tiles():
     assert choices == [A.encode("discard", "9m")] * 2
 
 
-def test_candidates_follow_the_base_and_scores_are_paired():
+def test_candidates_follow_the_base_and_rollouts_are_paired():
     rules, st = position(OWN, *GOOD)
-    agent = _search(rules, make_agent("rule", rules=rules), k=4, c=3)
+    agent = _search(rules, make_agent("rule", rules=rules), k=6, c=3)
     obs = encode(st, np.array([0]), st.actor)
     probs = rollout_probs(agent.base, obs, st.mask)
     cand = agent.candidates(obs, st.mask, probs)
     assert cand[0, 0] == agent.base.act(obs, st.mask)[0]
     assert st.mask[0, cand[0]].all() and len(set(cand[0].tolist())) == 3
-    # the same candidate twice scores the same on the same deals and random numbers
+    # the same action as two candidates meets the same deals and random numbers: equal scores
     twice = np.array([[cand[0, 0], cand[0, 1], cand[0, 1]]])
-    value = agent.evaluate(belief.public_view(st), obs, np.array([[cand[0, 1], cand[0, 1]]]))
-    assert value[0, 1] == -np.inf  # a repeated candidate is never chosen over its first
-    v = SearchAgent(agent.base, rules=rules, k=4, c=3, seed=1).evaluate(
-        belief.public_view(st), obs, twice[:, [1, 0]]
-    )
-    assert np.isfinite(v).all()
+    scores = agent.evaluate(belief.public_view(st), obs, twice)
+    assert scores.shape == (1, 6, 3)
+    assert np.array_equal(scores[..., 1], scores[..., 2])
+    random_base = _search(rules, make_agent("random", seed=4), k=6, c=2, seed=2)
+    scores = random_base.evaluate(belief.public_view(st), obs, twice[:, [1, 1]])
+    assert np.array_equal(scores[..., 0], scores[..., 1]), "a sampling base shares its numbers"
+
+
+def test_choice_needs_a_margin_of_z_standard_errors():
+    agent = SearchAgent(make_agent("random"), k=4, c=3, z=1.0)
+    cand = np.array([[5, 6, 7], [5, 6, 5]])  # a row with two legal actions repeats its first
+    clear = np.array([[0, 9, 1], [0, 9, 1], [0, 9, 1], [0, 9, 1]])
+    noisy = np.array([[0, 10, 0], [0, -8, 0], [0, 10, 0], [0, -8, 0]])  # mean +1, se 5.2
+    scores = np.stack([clear, noisy])
+    assert agent.choose(scores, cand).tolist() == [1, 0]
+    assert SearchAgent(make_agent("random"), k=4, c=3, z=0.0).choose(scores, cand)[1] == 1
+    repeated = np.stack([clear, clear])
+    repeated[1, :, 2] = 50  # a repeated candidate is never chosen, whatever it scores
+    assert agent.choose(repeated, cand).tolist() == [1, 1]
 
 
 @pytest.mark.parametrize(
@@ -134,6 +149,7 @@ def test_candidates_follow_the_base_and_scores_are_paired():
         ("rule:k=8:c=2", ("rule", {"k": 8, "c": 2})),
         ("ppo-guiyang:greedy:unsure=0.9", ("ppo-guiyang:greedy", {"unsure": 0.9})),
         ("ppo:a:b.pt:k=4", ("ppo:a:b.pt", {"k": 4})),
+        ("rule:z=0.5:c=4", ("rule", {"z": 0.5, "c": 4})),
     ],
 )
 def test_spec_options(spec, want):
@@ -148,6 +164,8 @@ def test_spec_options(spec, want):
         ("search:rule:k=x", "not an integer"),
         ("search:rule:c=1", "out of range"),
         ("search:rule:unsure=2", r"\(0, 1\]"),
+        ("search:rule:z=-1", r"\[0, 10\]"),
+        ("search:rule:z=x", "not a number"),
         ("search:rule:foo=1", "unknown option 'foo'"),
         ("search:rule:k=2:k=3", "more than once"),
         ("search:k=2", "no base agent"),
@@ -210,3 +228,17 @@ def test_batched_search_equals_one_table_at_a_time_in_its_views():
         one = belief.public_view(game.state, [i])
         assert np.array_equal(whole.take([i]).state.hand, one.state.hand)
         assert np.array_equal(whole.take([i]).an_kongs, one.an_kongs)
+
+
+def test_bench_search_counts_and_refuses(capsys):
+    from agents import bench_search
+
+    argv = ["--agent", "search:rule:k=2:c=2", "--tables", "1,3", "--warmup", "2"]
+    assert bench_search.main([*argv, "--decisions", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert [r["tables"] for r in out["rows"]] == [1, 3]
+    assert all(0 < r["searched"] <= r["tables"] and r["seconds"] > 0 for r in out["rows"])
+    for bad in (["--agent", "rule"], ["--tables", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_search.main(bad)
+        assert exc.value.code == 2

@@ -1,0 +1,95 @@
+"""Milliseconds per searched decision, by how many tables are searched together.
+
+    python -m agents.bench_search [--agent search:ppo-guiyang] [--tables 1,16,64] [--json]
+
+Each size deals that many tables (``BatchGame``, ``--seed``), lets BASE play ``--warmup``
+decisions at every table, then asks the search agent ``--decisions`` times at every table at
+once (each answer is played), timing only its calls. A searched decision is one with more than
+one legal action (and, with ``unsure``, where BASE is unsure; those are counted by asking BASE).
+The rollouts of all tables asked at once run as one engine batch, so the cost per decision
+falls with the number of tables: the ratio to one table at a time is the last column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from agents.base import decide
+from agents.registry import make_agent
+from agents.search import SearchAgent, rollout_probs
+from zhuoji_env.engine import BatchGame
+from zhuoji_env.observation import encode
+
+
+def searched(agent: SearchAgent, obs: np.ndarray, mask: np.ndarray) -> int:
+    """How many of these decisions the agent searches."""
+    multi = mask.sum(1) > 1
+    if agent.unsure is not None:
+        multi &= rollout_probs(agent.base, obs, mask).max(1) < agent.unsure
+    return int(multi.sum())
+
+
+def measure(spec: str, tables: int, warmup: int, decisions: int, seed: int, preset: str) -> dict:
+    game = BatchGame(preset, batch_size=tables, seed=seed)
+    agent = make_agent(spec, seed=seed, rules=game.rules)
+    if not isinstance(agent, SearchAgent):
+        raise ValueError(f"--agent must be a search:BASE spec, got {spec!r}")
+    g = np.arange(tables)
+    for _ in range(warmup):
+        st = game.state
+        game.step(agent.base.act(encode(st, g, st.actor), st.mask))
+    count, seconds = 0, 0.0
+    for _ in range(decisions):
+        st = game.state
+        obs = encode(st, g, st.actor)
+        count += searched(agent, obs, st.mask)
+        start = time.perf_counter()
+        acts = decide(agent, obs, st.mask, st, g)
+        seconds += time.perf_counter() - start
+        game.step(acts)
+    return {"tables": tables, "searched": count, "seconds": seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents.bench_search", description=__doc__)
+    parser.add_argument("--agent", default="search:ppo-guiyang", help="a search:BASE spec")
+    parser.add_argument("--tables", default="1,16,64", help="comma-separated batch sizes")
+    parser.add_argument("--warmup", type=int, default=8, help="decisions BASE plays first")
+    parser.add_argument("--decisions", type=int, default=4, help="decisions timed per table")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="guiyang")
+    parser.add_argument("--json", action="store_true", help="also print the results as JSON")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(x) for x in args.tables.split(",")]
+        if any(s < 1 for s in sizes) or args.warmup < 0 or args.decisions < 1:
+            raise ValueError("--tables must be integers >= 1, --warmup >= 0, --decisions >= 1")
+        rows = [
+            measure(args.agent, s, args.warmup, args.decisions, args.seed, args.preset)
+            for s in sizes
+        ]
+    except ValueError as exc:
+        parser.exit(2, f"error: {exc}\n")
+    single = None
+    print(f"{args.agent}, preset {args.preset}, seed {args.seed}")
+    print(f"{'tables':>7} {'searched':>9} {'seconds':>9} {'ms/decision':>12} {'vs 1 table':>11}")
+    for row in rows:
+        ms = 1000 * row["seconds"] / max(row["searched"], 1)
+        row["ms_per_decision"] = ms
+        single = ms if single is None and row["tables"] == 1 else single
+        ratio = f"{ms / single:.2f}x" if single else "-"
+        print(
+            f"{row['tables']:>7} {row['searched']:>9} {row['seconds']:>9.2f} {ms:>12.1f} "
+            f"{ratio:>11}"
+        )
+    if args.json:
+        print(json.dumps({"agent": args.agent, "preset": args.preset, "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
