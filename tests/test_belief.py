@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scenario_helpers import VARIANTS, make_wall
 from scipy import stats
+from test_env_aec import permute_hidden
 
 from zhuoji_env import belief, observation
 from zhuoji_env.engine import BatchGame, core
@@ -134,20 +135,26 @@ def hide_differently(st: State, i: int, rng) -> State:
     seats' concealed tiles and the live wall shuffled together, their concealed kongs' kinds
     exchanged with unseen kinds where possible, their locks, claim choices, penalties and
     eligibility flipped, the record and the dead wall scrambled."""
-    st = st.take([i])
-    n, seat = st.num_players, int(st.actor[0])
-    others = [s for s in range(n) if s != seat]
+    seat = int(st.actor[i])
+    st = permute_hidden(st.take([i]), seat, rng)
+    others = [s for s in range(st.num_players) if s != seat]
     front, back = int(st.front[0]), int(st.back[0])
-    pool = [np.repeat(np.arange(NUM_KINDS), st.hand[0, s]) for s in others]
-    pool.append(st.wall[0, front : back + 1].astype(np.int64))
-    pool = np.concatenate(pool)
-    rng.shuffle(pool)
-    pos = 0
-    for s in others:
-        size = int(st.hand[0, s].sum())
-        st.hand[0, s] = np.bincount(pool[pos : pos + size], minlength=NUM_KINDS)
-        pos += size
-    st.wall[0, front : back + 1] = pool[pos:]
+    for s in others:  # a hidden 闷豆 of kind t becomes one of kind u, whose copies were hidden
+        for t in np.flatnonzero(st.meld[0, s] == AN_KONG):
+            hidden = st.hand[0, others].sum(0) + np.bincount(
+                st.wall[0, front : back + 1], minlength=NUM_KINDS
+            )
+            swap = np.flatnonzero(hidden == 4)
+            if not swap.size:
+                continue
+            u = int(rng.choice(swap))
+            for name in ("meld", "meld_late", "meld_from"):
+                getattr(st, name)[0, s, [t, u]] = getattr(st, name)[0, s, [u, t]]
+            st.turn_kong[0, [t, u]] = st.turn_kong[0, [u, t]]
+            st.hand[0, others, t] = st.hand[0, others, u]
+            st.hand[0, others, u] = 0
+            live = st.wall[0, front : back + 1]
+            live[live == u] = t
     dead = np.r_[0:front, back + 1 : 108]
     st.wall[0, dead] = rng.permutation(st.wall[0, dead])
     st.pass_lock[0, others] = ~st.pass_lock[0, others]
@@ -165,21 +172,26 @@ def test_samples_depend_only_on_what_the_seat_sees():
     the same samples; over many random decisions, with concealed kongs made."""
     game = BatchGame("guiyang", batch_size=32, seed=4)
     rng = np.random.default_rng(9)
-    checked = hidden_kongs = 0
+    checked = hidden_kongs = swapped = 0
     for step in range(120):
         st = game.state
         if step % 6 == 0:
             for i in np.flatnonzero(st.phase != OVER)[:8]:
                 other = hide_differently(st, int(i), rng)
+                assert (tile_totals(other) == 4).all()
                 assert not np.array_equal(other.wall, st.wall[[i]])
                 a = belief.sample(game.rules, belief.public_view(st, [i]), 4, 123)
                 b = belief.sample(game.rules, belief.public_view(other), 4, 123)
                 for name in ("hand", "meld", "wall", "drawn", "claim_opts", "dealt_ready"):
                     assert np.array_equal(getattr(a, name), getattr(b, name)), name
-                hidden_kongs += int((st.meld[i] == AN_KONG).sum())
+                seat = st.actor[i]
+                kongs = np.delete(st.meld[i] == AN_KONG, seat, axis=0)
+                moved = np.delete(other.meld[0] == AN_KONG, seat, axis=0)
+                hidden_kongs += int(kongs.sum())
+                swapped += int((kongs != moved).any())
                 checked += 1
         game.step(claiming_actions(st, rng))
-    assert checked > 100 and hidden_kongs > 0
+    assert checked > 100 and hidden_kongs > 0 and swapped > 0
 
 
 def test_views_blank_every_hidden_part():
