@@ -20,17 +20,9 @@ import numpy as np
 
 from agents.base import decide
 from agents.registry import make_agent
-from agents.search import SearchAgent, rollout_probs
+from agents.search import SearchAgent
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.observation import encode
-
-
-def searched(agent: SearchAgent, obs: np.ndarray, mask: np.ndarray) -> int:
-    """How many of these decisions the agent searches."""
-    multi = mask.sum(1) > 1
-    if agent.unsure is not None:
-        multi &= rollout_probs(agent.base, obs, mask).max(1) < agent.unsure
-    return int(multi.sum())
 
 
 def measure(spec: str, tables: int, warmup: int, decisions: int, seed: int, preset: str) -> dict:
@@ -46,7 +38,7 @@ def measure(spec: str, tables: int, warmup: int, decisions: int, seed: int, pres
     for _ in range(decisions):
         st = game.state
         obs = encode(st, g, st.actor)
-        count += searched(agent, obs, st.mask)
+        count += int(agent.to_search(obs, st.mask)[0].sum())
         start = time.perf_counter()
         acts = decide(agent, obs, st.mask, st, g)
         seconds += time.perf_counter() - start

@@ -1,8 +1,8 @@
 """Search at decision time: ``search:BASE`` plays BASE, improved by rollouts from sampled deals.
 
-At a decision with more than one legal action (and, with ``unsure``, only where BASE's most
-likely action has less than that probability), the agent takes BASE's ``c`` most likely actions,
-draws ``k`` complete deals that agree with everything the seat has seen
+At a decision with more than one legal action (and, with ``unsure``, only where BASE has action
+probabilities and its most likely action has less than that one), the agent takes BASE's ``c``
+most likely actions, draws ``k`` complete deals that agree with everything the seat has seen
 (:mod:`zhuoji_env.belief`), plays each candidate from each deal to the end of the hand with BASE
 in every seat, and scores each by the seat's settlement of the hand as the engine makes it, in
 points. Every candidate meets the same deals and the same random numbers in its rollouts (common
@@ -35,10 +35,13 @@ from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 
-DEFAULTS = {"k": 32, "c": 3, "unsure": None, "z": 1.0}
+DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0}
 """Deals sampled per decision, candidate actions searched, the probability of BASE's favourite
-above which it is played without search (``None``: search every decision with a choice), and
-the standard errors by which another candidate must beat the favourite to be played."""
+at or above which it is played without search (``None``: search every decision with a choice;
+a BASE without action probabilities, such as ``rule``, is searched at every decision with a
+choice), and the standard errors by which another candidate must beat the favourite to be
+played. At these defaults a 500-deal arena of ``search:ppo-guiyang`` against ``ppo-guiyang``
+takes about 25 minutes on two cores (docs/search.md)."""
 
 _LIMITS = {"k": (1, 4096), "c": (2, 86)}
 ROLLOUT_BATCH = 32_768
@@ -166,12 +169,7 @@ class SearchAgent(Agent):
         if not np.array_equal(view.state.mask, mask):
             raise ValueError("the views are not of the games being decided: their masks differ")
         acts = np.asarray(self.base.act(obs, mask), dtype=np.int64)
-        legal = mask.sum(1)
-        search = legal > 1
-        probs = None
-        if self.unsure is not None:
-            probs = rollout_probs(self.base, obs, mask)
-            search &= probs.max(1) < self.unsure
+        search, probs = self.to_search(obs, mask)
         rows = np.flatnonzero(search)
         if not rows.size:
             return acts
@@ -187,6 +185,16 @@ class SearchAgent(Agent):
             pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
             acts[r] = cand[part, pick]
         return acts
+
+    def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(bool [k], probs)``: the decisions to search (more than one legal action and, with
+        ``unsure`` and a BASE with probabilities, BASE unsure), and BASE's probabilities if they
+        were needed for that (else None)."""
+        search = mask.sum(1) > 1
+        if self.unsure is None or not hasattr(self.base, "policy"):
+            return search, None
+        probs = rollout_probs(self.base, obs, mask)
+        return search & (probs.max(1) < self.unsure), probs
 
     def candidates(self, obs, mask, probs) -> np.ndarray:
         """int ``[R, c]``: the c most likely legal actions of each row (by probability, then
