@@ -38,34 +38,46 @@ $(RLLIB_STAMP): pyproject.toml
 	$(RLLIB_PY) -m pip install -e ".[train,dev,rllib]"
 	@touch $(RLLIB_STAMP)
 
-# The RLlib tests alone, one at a time (Ray starts its own processes); ray must import there.
+# The RLlib tests alone (and the run-safety tests of the RLlib trainers), one at a time (Ray
+# starts its own processes); ray must import there.
 test-rllib: rllib
 	$(RLLIB_PY) -c "import ray.rllib"
-	$(RLLIB_PY) -m pytest -q tests/test_rllib.py
+	$(RLLIB_PY) -m pytest -q tests/test_rllib.py tests/test_run_safety.py -k "rllib or two_node"
 
+# A rerun writes to runs/demo-2, runs/demo-3, ... (training.demo picks the first free one).
 demo: venv
 	$(PY) -m training.demo
+
+# `make hour` and `make scratch` never touch an earlier run: each trains into the first of
+# runs/NAME, runs/NAME-2, runs/NAME-3, ... that does not exist (as zhuoji_env.fileio.unused_path
+# picks), or into RUN=DIR (a folder without a run), then plays that run's latest.pt. This sets
+# the shell variable `run` for the rest of the recipe's one shell line.
+free_run = run="$(RUN)"; if [ -z "$$run" ]; then run=runs/$(1); n=2; \
+	while [ -e "$$run" ]; do run=runs/$(1)-$$n; n=$$((n + 1)); done; fi; \
+	echo "make $(1): the run goes to $$run"
 
 # The best one-hour recipe measured here (README, "Trained policies and learning results"):
 # clone rule, then 48 minutes of PPO on the v2 observation and rule's advice (--rule-hint) in
 # two data-parallel processes, the update in bfloat16 where the CPU has bf16 units (about 51
 # minutes on two cores), then the arena against rule by sampling and by argmax.
 hour: venv
+	@$(call free_run,hour); set -x; \
 	$(PY) -m training.ppo_selfplay --rule-hint --bc-agent rule --bc-decisions 400000 \
 		--bc-epochs 6 --time-limit 48 --lr 3e-4 --ent-coef 0.003 --seed 7 --eval-every 0 \
-		--eval-opponents '' --save-every 25 --processes 2 --out-dir runs/hour
-	$(PY) -m agents.arena --agents ppo:runs/hour/latest.pt,rule --deals 2000 --seed 2033
-	$(PY) -m agents.arena --agents ppo:runs/hour/latest.pt:greedy,rule --deals 2000 --seed 2033
+		--eval-opponents '' --save-every 25 --processes 2 --out-dir "$$run" && \
+	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2033 && \
+	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt:greedy,rule" --deals 2000 --seed 2033
 
 # Learning without a teacher (README, "Trained policies and learning results"): 55 minutes of
 # self-play PPO from scratch on two cores, then the arena against greedy and rule.
 scratch: venv
+	@$(call free_run,scratch); set -x; \
 	$(PY) -m training.ppo_selfplay --num-envs 128 --lr 5e-4 --num-minibatches 4 \
 		--kong-shaping 0.2 --oracle-critic --pool-size 4 --pool-every 20 --pool-prob 0.2 \
 		--time-limit 55 --eval-every 100 --eval-opponents greedy --save-every 50 --seed 11 \
-		--out-dir runs/scratch
-	$(PY) -m agents.arena --agents ppo:runs/scratch/latest.pt,greedy --deals 2000 --seed 2031
-	$(PY) -m agents.arena --agents ppo:runs/scratch/latest.pt,rule --deals 2000 --seed 2031
+		--out-dir "$$run" && \
+	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,greedy" --deals 2000 --seed 2031 && \
+	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2031
 
 # The replay viewer is tested in a real headless Chromium (tests/test_view_browser.py): Debian's
 # package, installed here when missing (as root). Without it that test skips, except under CI=true.

@@ -83,6 +83,7 @@ from zhuoji_env.engine.state import (
     OVER,
     State,
 )
+from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
@@ -568,7 +569,10 @@ def _unwritable(path: str) -> str | None:
         return "is a folder, not a file"
     if not p.parent.is_dir():
         return f"its folder {str(p.parent)!r} does not exist"
-    if not os.access(p if p.exists() else p.parent, os.W_OK):
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        # the summary goes to a temporary name in this folder, then is renamed over ``path``
+        return f"its folder {str(p.parent)!r} is not writable"
+    if p.exists() and not os.access(p, os.W_OK):
         return "not writable"
     return None
 
@@ -597,7 +601,12 @@ def main(argv: list[str] | None = None) -> int:
         help="permute: every distinct arrangement of the agents over the seats (default); "
         "rotate: only the cyclic rotations",
     )
-    parser.add_argument("--json", metavar="FILE", help="write the summary as JSON")
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the summary as JSON (never over a file, unless --force)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing --json FILE")
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--chunk", type=int, default=4096, help="games per batch (default 4096)")
     parser.add_argument(
@@ -619,6 +628,10 @@ def main(argv: list[str] | None = None) -> int:
         json_problem = _unwritable(args.json)
         if json_problem:
             parser.error(f"--json {args.json!r}: {json_problem}")
+        if os.path.lexists(args.json) and not args.force:
+            parser.error(
+                f"--json {args.json!r} exists: give another name, or --force to replace it"
+            )
     import importlib
 
     for module in args.plugin:
@@ -643,9 +656,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     print(result.table())
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result.summary(), f, indent=2)
-            f.write("\n")
+        try:  # whole or not at all: a temporary name beside FILE, then a rename
+            write_text_atomic(args.json, json.dumps(result.summary(), indent=2) + "\n")
+        except OSError as err:
+            parser.error(f"--json {args.json!r}: cannot write it ({err.strerror or err})")
         print(f"wrote {args.json}")
     return 0
 

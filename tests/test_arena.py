@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
+import os
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,3 +228,61 @@ def test_cli_checks_flags_before_the_run(monkeypatch, capsys, extra, message):
         arena.main(["--agents", "random,greedy", "--deals", "2", *extra])
     assert info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_keeps_an_existing_json_unless_force(monkeypatch, tmp_path, capsys):
+    """An existing --json FILE is refused before any game is played (exit 2); --force replaces
+    it whole, through a temporary name, leaving nothing else in the folder."""
+    out = tmp_path / "g.json"
+    out.write_text("my old summary\n")
+    argv = ["--agents", "random,random", "--deals", "1", "--no-progress", "--json", str(out)]
+
+    def no_run(*a, **k):
+        raise AssertionError("the arena ran before --json was checked")
+
+    with monkeypatch.context() as m:
+        m.setattr(arena, "run_arena", no_run)
+        with pytest.raises(SystemExit) as info:
+            arena.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--json '{out}' exists: give another name, or --force to replace it" in err
+    assert "Traceback" not in err and out.read_text() == "my old summary\n"
+    assert arena.main([*argv, "--force"]) == 0
+    assert json.loads(out.read_text())["deals"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+
+
+def test_cli_checks_the_json_folder_is_writable_before_the_run(monkeypatch, tmp_path, capsys):
+    """The summary is written to a temporary name in FILE's folder, then renamed: a writable
+    FILE in a folder that is not writable is refused before the run, not after it."""
+    out = tmp_path / "g.json"
+    out.write_text("old\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != tmp_path and real_access(p, mode))
+
+    def no_run(*a, **k):
+        raise AssertionError("the arena ran before --json was checked")
+
+    monkeypatch.setattr(arena, "run_arena", no_run)
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", "random,random", "--deals", "1", "--json", str(out), "--force"])
+    assert info.value.code == 2
+    assert f"--json '{out}': its folder '{tmp_path}' is not writable" in capsys.readouterr().err
+
+
+def test_cli_reports_a_failed_json_write_and_keeps_the_old_file(monkeypatch, tmp_path, capsys):
+    out = tmp_path / "g.json"
+    out.write_text("old\n")
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(arena, "write_text_atomic", full)
+    argv = ["--agents", "random,random", "--deals", "1", "--no-progress", "--json", str(out)]
+    with pytest.raises(SystemExit) as info:
+        arena.main([*argv, "--force"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--json '{out}': cannot write it (No space left on device)" in err
+    assert "Traceback" not in err and out.read_text() == "old\n"

@@ -195,3 +195,30 @@ def test_engine_bench_rejects_bad_arguments(bad, why, capsys):
         bench.main(bad)
     assert info.value.code == 2
     assert f"error: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "main, argv, says",
+    [
+        (bench.main, ["--batch", str(10**12)], "--batch 1000000000000 needs about"),
+        (
+            env_bench.main,
+            ["--batch", str(10**12), "--only", "selfplay"],
+            "--batch 1000000000000 needs about",
+        ),
+        (
+            env_bench.main,
+            ["--sb3-batch", str(10**12), "--only", "sb3"],
+            "--sb3-batch 1000000000000 needs about",
+        ),
+    ],
+    ids=["engine", "selfplay", "sb3"],
+)
+def test_a_batch_too_large_for_memory_exits_2_before_any_game(main, argv, says, capsys):
+    """A trillion games would fill the machine: refused with the estimate and the limit (exit
+    2, no traceback) before any game is made."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "GiB of memory, more than the" in err

@@ -16,8 +16,10 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +201,174 @@ def test_records_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         record_main([*argv, "--force"])
     assert snapshot(out) == before
+
+
+# --------------------------------------------------------------------------- real SIGKILL
+PAUSE = r"""
+import builtins, io, os, runpy, sys, time
+
+ready, stage, name, module, *argv = sys.argv[1:]
+real_open, real_replace = io.open, os.replace
+
+
+def pause():
+    # what is on disk now is what a kill leaves: say so, then wait for the parent's SIGKILL
+    with real_open(ready + ".part", "w") as f:
+        f.write(str(os.getpid()))
+    real_replace(ready + ".part", ready)
+    time.sleep(600)
+    os._exit(3)
+
+
+class Half:
+    # a file open for writing whose first write stores half its data on disk, then pauses
+    def __init__(self, f):
+        self._f = f
+
+    def __getattr__(self, key):
+        return getattr(self._f, key)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._f.__exit__(*exc)
+
+    def write(self, data):
+        self._f.write(data[: len(data) // 2])
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        pause()
+
+
+def open_(file, mode="r", *args, **kwargs):
+    f = real_open(file, mode, *args, **kwargs)
+    writes = set(mode) & set("wax+")
+    if stage == "write" and writes and name in os.path.basename(os.fsdecode(file)):
+        return Half(f)
+    return f
+
+
+def replace(src, dst, **kwargs):
+    real_replace(src, dst, **kwargs)
+    if stage == "replaced" and os.path.basename(os.fsdecode(dst)) == name:
+        pause()
+
+
+io.open = open_  # Path.write_text and open() both go through it
+builtins.open = open_
+os.replace = replace
+sys.argv = [module, *argv]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+"""Run ``python -m MODULE ARGV``; the first write to a file whose name holds ``name`` (the
+target or its temporary) stores half its data and pauses (``stage`` 'write'), or the rename onto
+``name`` is done and then pauses ('replaced'). The parent then sends SIGKILL."""
+
+
+def kill_during_write(tmp_path: Path, stage: str, name: str, module: str, argv: list[str]):
+    """Run ``module`` under :data:`PAUSE` and SIGKILL it once it is paused at ``stage``."""
+    ready = tmp_path / f"ready-{stage}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [sys.executable, "-c", PAUSE, str(ready), stage, name, module, *argv]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not ready.exists():
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace")
+                pytest.fail(f"{module} exited ({proc.returncode}) before {stage}: {err[-2000:]}")
+            assert time.monotonic() < deadline, f"{module} never reached {stage}"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def assert_old_or_new(path: Path, old: bytes, is_new, stage: str) -> None:
+    """After the kill ``path`` holds the old bytes (killed mid-write) or the complete new file
+    (killed after the rename), and the only other thing beside it is, at most, the hidden
+    temporary of the cut write."""
+    data = path.read_bytes()
+    if stage == "write":
+        assert data == old or is_new(data), f"{path.name} is cut: {data[:200]!r}"
+    else:
+        assert is_new(data), f"{path.name} is not the complete new file: {data[:200]!r}"
+    temporary = re.compile(rf"\.{re.escape(path.name)}\.\d+\.tmp")
+    others = [p.name for p in path.parent.iterdir() if p.name != path.name]
+    assert all(temporary.fullmatch(x) for x in others), others
+
+
+STAGES = pytest.mark.parametrize("stage", ["write", "replaced"])
+
+
+@STAGES
+def test_a_record_replaced_with_force_survives_a_sigkill(tmp_path, stage):
+    out, ref = tmp_path / "recs", tmp_path / "ref"
+    argv = ["--seed", "2", "--n", "1"]
+    assert record_main([*argv, "--out", str(ref)]) == 0
+    new = (ref / "guiyang-2-0.json").read_bytes()
+    out.mkdir()
+    target = out / "guiyang-2-0.json"
+    old = b'{"an older record": true}\n'
+    target.write_bytes(old)
+    module = "zhuoji_env.record"
+    kill_during_write(tmp_path, stage, target.name, module, [*argv, "--out", str(out), "--force"])
+    assert_old_or_new(target, old, lambda data: data == new, stage)
+
+
+@STAGES
+def test_a_page_replaced_with_force_survives_a_sigkill(tmp_path, stage, record):
+    assert view_main([str(record), "--out", str(tmp_path / "ref.html")]) == 0
+    new = (tmp_path / "ref.html").read_bytes()
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    target = pages / "g.html"
+    old = b"<!DOCTYPE html><p>the old page</p>\n"
+    target.write_bytes(old)
+    argv = [str(record), "--out", str(target), "--force"]
+    kill_during_write(tmp_path, stage, target.name, "zhuoji_env.view", argv)
+    assert_old_or_new(target, old, lambda data: data == new, stage)
+
+
+@STAGES
+def test_an_arena_summary_replaced_with_force_survives_a_sigkill(tmp_path, stage):
+    from agents import arena
+
+    argv = ["--agents", "random,greedy", "--deals", "2", "--seed", "3", "--no-progress"]
+    assert arena.main([*argv, "--json", str(tmp_path / "ref.json")]) == 0
+
+    def summary(data: bytes) -> dict:
+        s = json.loads(data)
+        s.pop("seconds")  # the only field that differs between two runs
+        return s
+
+    new = summary((tmp_path / "ref.json").read_bytes())
+
+    def is_new(data: bytes) -> bool:
+        try:
+            s = summary(data)
+        except (ValueError, KeyError):
+            return False
+        return json.dumps(s, sort_keys=True) == json.dumps(new, sort_keys=True)
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "g.json"
+    old = b'{"the old summary": 1}\n'
+    target.write_bytes(old)
+    argv = [*argv, "--json", str(target), "--force"]
+    kill_during_write(tmp_path, stage, target.name, "agents.arena", argv)
+    assert_old_or_new(target, old, is_new, stage)
 
 
 # --------------------------------------------------------------------------- finding 7: NaN

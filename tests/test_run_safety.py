@@ -6,6 +6,12 @@ arena tables.
 The kill tests run a tool in a subprocess whose writes are wrapped (:data:`INJECT`): the Nth
 write to a file whose name holds a pattern stores half its data, then the process sends itself
 SIGKILL, which no handler sees; what is left on disk must be the old file or the new one.
+
+Also, from the review of that fix: every trainer's sizes checked before any work (and
+bench_learner's, in its own flags), a resumed run's metrics cut back to its checkpoint,
+training.curve's outputs replaced only with --force, a --stages file nested too deeply, the
+two-node simulation's earlier run kept, and kills during sb3_maskable's, training.curve's and
+rllib_ppo's writes.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -87,7 +94,8 @@ cut_fds = set()
 
 def open_(file, mode_="r", *args, **kwargs):
     f = real_open(file, mode_, *args, **kwargs)
-    if isinstance(file, (str, bytes, os.PathLike)) and set(mode_) & set("wax+") and matches(file):
+    writing = isinstance(file, (str, bytes, os.PathLike)) and set(mode_) & set("wax+")
+    if mode == "write" and writing and matches(file):
         cut_fds.add(f.fileno())
         return Cut(f)
     return f
@@ -128,6 +136,27 @@ def save(obj, f, *args, **kwargs):  # torch.save to a path writes from C++, not 
 
 
 torch.save = save
+
+import zhuoji_env.fileio as fileio
+
+real_write_atomic = fileio.write_atomic
+
+
+def write_atomic(path, write):  # mode 'callback': the Nth write leaves half its file, then dies
+    if mode != "callback" or not matches(path) or not due():
+        return real_write_atomic(path, write)
+
+    def cut(tmp):
+        write(tmp)
+        with real_open(tmp, "r+b") as f:
+            f.truncate(os.fstat(f.fileno()).st_size // 2)
+            os.fsync(f.fileno())
+        die()
+
+    return real_write_atomic(path, cut)
+
+
+fileio.write_atomic = write_atomic
 sys.argv = [module, *argv]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
@@ -135,16 +164,34 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 def killed_run(mode: str, pattern: str, nth: int, module: str, argv: list[str]):
     """Run ``python -m module argv`` with :data:`INJECT`: SIGKILL at the ``nth`` write of a file
-    named like ``pattern`` (``mode`` 'write'), or just before the ``nth`` rename onto a file
-    named ``pattern`` (``mode`` 'replace')."""
-    env = {
+    named like ``pattern`` (``mode`` 'write'), just before the ``nth`` rename onto a file named
+    ``pattern`` (``mode`` 'replace'), or once the ``nth`` :func:`zhuoji_env.fileio.write_atomic`
+    to a file named like ``pattern`` has written half its temporary file (``mode`` 'callback':
+    for writers that take no wrapped file object, such as SB3's and matplotlib's).
+
+    The tool runs in a process group of its own, which is killed afterwards: a killed
+    ``training.rllib_ppo`` leaves agents of its local Ray behind."""
+    with subprocess.Popen(
+        [sys.executable, "-c", INJECT, mode, pattern, str(nth), module, *argv],
+        cwd=ROOT, env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    ) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=300)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # nothing of it left
+                pass
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def tool_env() -> dict[str, str]:
+    """The environment of a tool run in a subprocess: this checkout first on the import path."""
+    return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    return subprocess.run(
-        [sys.executable, "-c", INJECT, mode, pattern, str(nth), module, *argv],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -431,7 +478,8 @@ def test_ship_policy_plays_its_tables_under_the_checkpoints_preset(tmp_path, mon
 
 def test_a_run_too_large_for_memory_is_refused_before_any_allocation(tmp_path, capsys):
     huge = ppo_selfplay.Args(num_envs=100_000_000, out_dir=str(tmp_path / "run"))
-    with pytest.raises(FlagError, match=r"--num-envs 100000000 x --num-steps 128 needs about"):
+    match = r"--num-envs 100000000 x --num-steps 128 with a network of width 256 needs about"
+    with pytest.raises(FlagError, match=match):
         ppo_selfplay.check_args(huge)
     assert ppo_selfplay.main(["--num-envs", "100000000", "--out-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
@@ -443,8 +491,15 @@ def test_the_memory_estimate_follows_the_sizes(tmp_path, monkeypatch):
     args = ppo_selfplay.Args(out_dir=str(tmp_path / "run"))
     need = ppo_selfplay.memory_needed(args, OBS_SIZE)
     double = ppo_selfplay.Args(num_envs=512, out_dir=str(tmp_path / "run"))
-    assert ppo_selfplay.memory_needed(double, OBS_SIZE) == 2 * need
+    # the games, the rollout and a minibatch's activations double; the weights do not
+    weights = sum(p.numel() for p in PolicyNet(256).parameters())
+    fixed = 4 * 4 * weights  # the weights, their gradients and Adam's two moments
+    assert ppo_selfplay.memory_needed(double, OBS_SIZE) - fixed == 2 * (need - fixed)
     assert need > 256 * 2 * 128 * 4 * OBS_SIZE  # at least the rollout's observations
+    pool = ppo_selfplay.Args(pool_size=3, out_dir=str(tmp_path / "run"))
+    assert ppo_selfplay.memory_needed(pool, OBS_SIZE) - need == 3 * 4 * weights  # snapshots
+    wide = ppo_selfplay.memory_needed(args, OBS_SIZE, hidden=300_000)
+    assert wide > 4 * 4 * 300_000**2  # the 300,000 x 300,000 layer, four times
     monkeypatch.setenv("ZHUOJI_MEMORY_LIMIT", str(need - 1))
     with pytest.raises(FlagError, match="needs about"):
         ppo_selfplay.check_args(args)
@@ -581,3 +636,308 @@ def test_the_entropy_bonus_alone_raises_the_entropy_by_a_gradient_ascent_step(on
         torch.testing.assert_close(got.detach(), want, rtol=1e-5, atol=1e-7)
     with torch.no_grad():
         assert entropy(net) > before + 1e-3
+
+
+# --- the review of the fix: sizes in every trainer's flags, checked before any work ----------
+
+SB3_TINY = [
+    "--total-timesteps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32",
+    "--eval-opponents", "", "--device", "cpu",
+]  # fmt: skip
+"""An sb3_maskable run of 64 decisions."""
+
+TOO_LARGE = [
+    (ppo_selfplay, ["--hidden", "300000"], "--num-envs 256 x --num-steps 128 with --hidden 300000"),
+    (
+        ppo_selfplay,
+        [*TINY, "--eval-opponents", "random", "--eval-deals", "1000000000000"],
+        "--eval-deals 1000000000000",
+    ),
+    (sb3_maskable, ["--n-steps", "100000000"], "--n-envs 64 x --n-steps 100000000"),
+    (sb3_maskable, ["--n-envs", "100000000"], "--n-envs 100000000 x --n-steps 128"),
+    (
+        sb3_maskable,
+        [*SB3_TINY, "--eval-opponents", "random", "--eval-deals", "1000000000000"],
+        "--eval-deals 1000000000000",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "script, argv, says",
+    TOO_LARGE,
+    ids=[f"{s.__name__.split('.')[-1]} {' '.join(a[-2:])}" for s, a, _ in TOO_LARGE],
+)
+def test_sizes_too_large_for_memory_exit_2_before_any_work(tmp_path, capsys, script, argv, says):
+    """Each ended in a traceback (torch's or numpy's allocation, or the arena's SizeError after
+    training) instead of the estimate and the limit."""
+    out = tmp_path / "run"
+    assert script.main([*argv, "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {says} needs about" in err and "GiB of memory, more than the" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_rllib_ppo_checks_eval_deals_against_memory(tmp_path, capsys):
+    pytest.importorskip("ray.rllib", reason="Ray RLlib is not installed (make rllib)")
+    from training import rllib_ppo
+
+    args = rllib_ppo.Args(eval_deals=10**12, out_dir=str(tmp_path / "run"))
+    with pytest.raises(FlagError, match="--eval-deals 1000000000000 needs about .* GiB"):
+        rllib_ppo.check_args(args)
+    assert rllib_ppo.main(["--eval-deals", str(10**12), "--out-dir", str(tmp_path / "run")]) == 2
+    assert "--eval-deals 1000000000000 needs about" in capsys.readouterr().err
+    rllib_ppo.check_args(rllib_ppo.Args(eval_deals=10**12, eval_opponents="", out_dir=args.out_dir))
+
+
+def test_bench_learner_reports_a_bad_size_in_its_own_flags(capsys):
+    from training import bench_learner
+
+    for argv, says in (
+        (["--num-envs", "100000000"], "--num-envs 100000000 x --num-steps 128 with a network"),
+        (["--num-envs", "1", "--num-steps", "4"], "--num-envs 1 x --num-steps 4 / --processes 1"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            bench_learner.main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and says in err, err
+        assert "--num-minibatches" not in err and "--hidden" not in err  # not its flags
+
+
+# --- a resumed run's metrics: no row past its checkpoint's update ----------------------------
+
+
+def test_a_resume_drops_the_metrics_rows_its_checkpoint_never_reached(tmp_path, capsys):
+    """metrics.jsonl gets a row per update, a checkpoint only every --save-every: a run killed
+    after logging update 3 but before saving it resumed from update 2 and logged update 3 again
+    (the review's updates 1, 2, 3, 4, 4, 5, 6)."""
+    run = tmp_path / "run"
+    argv = [*TINY, "--save-every", "2", "--out-dir", str(run)]
+    assert ppo_selfplay.main([*argv, "--total-decisions", "96"]) == 0  # saves updates 2 and 3
+    (run / "update_3.pt").unlink()  # as if killed after logging update 3, before saving it
+    (run / "latest.pt").write_bytes((run / "update_2.pt").read_bytes())
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["update"] for x in rows] == [1, 2, 3]
+    capsys.readouterr()
+    resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "128"]
+    assert ppo_selfplay.main([*argv, *resume]) == 0
+    assert "metrics.jsonl: dropped 1 row(s) past update 2" in capsys.readouterr().out
+    again = (run / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["update"] for x in again] == [1, 2, 3, 4]
+    assert again[:2] == rows[:2] and again[2] != rows[2]  # update 3 as the resumed run logged it
+    # a resume into another folder leaves the checkpoint's own log alone
+    other = tmp_path / "other"
+    branch = ["--resume", str(run / "update_2.pt"), "--total-decisions", "128"]
+    assert ppo_selfplay.main([*TINY, "--out-dir", str(other), *branch]) == 0
+    assert (run / "metrics.jsonl").read_text().splitlines() == again
+
+
+# --- training.curve: its picture and JSON replaced only with --force -------------------------
+
+
+def fake_measure(calls: list):
+    """A stand-in for ``curve.measure`` that records its calls and measures nothing."""
+
+    def measure(points, opponent, deals, seed, workers):
+        calls.append(points)
+        margin = {"margin": 0.5, "margin_ci95": [0.0, 1.0]}
+        return [
+            {"decisions": d, "checkpoint": str(p), "sampling": margin, "argmax": margin}
+            for d, p, _ in points
+        ]
+
+    return measure
+
+
+@pytest.mark.parametrize("existing", ["c.png", "c.json"])
+def test_curve_refuses_to_replace_its_outputs_without_force(
+    tmp_path, capsys, monkeypatch, existing
+):
+    """``--out recs/x.png`` used to replace ``recs/x.json`` without a word."""
+    run = tmp_path / "run"
+    run.mkdir()
+    curve_run(run, 64)
+    calls = []
+    monkeypatch.setattr(curve, "measure", fake_measure(calls))
+    (tmp_path / existing).write_bytes(b"an earlier file")
+    (tmp_path / "c-2.json").write_bytes(b"taken too")
+    argv = [str(run), "--out", str(tmp_path / "c.png")]
+    with pytest.raises(SystemExit) as exit_:
+        curve.main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and not calls  # refused before any work
+    assert f"would replace '{tmp_path / existing}', already there" in err
+    assert f"another --out ('{tmp_path / 'c-3.png'}' is free), or --force to replace it" in err
+    assert (tmp_path / existing).read_bytes() == b"an earlier file"
+    assert not (tmp_path / ({"c.png", "c.json"} - {existing}).pop()).exists()
+    assert curve.main([*argv, "--force"]) == 0 and len(calls) == 1
+    assert json.loads((tmp_path / "c.json").read_text())["points"][0]["decisions"] == 64
+    assert (tmp_path / "c.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- ship_policy: a --stages file nested too deeply ------------------------------------------
+
+
+def test_ship_policy_refuses_stages_nested_too_deeply(tmp_path, capsys):
+    ckpt = tiny_checkpoint(tmp_path / "c.pt")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    ship = tmp_path / "ship"
+    with pytest.raises(SystemExit) as exit_:
+        ship_policy.main(
+            ["--checkpoint", str(ckpt), *SHIP, "--stages", str(deep), "--out-dir", str(ship)]
+        )
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--stages {deep}: arrays or objects nested too deeply to read" in err
+    assert "Traceback" not in err and not ship.exists()
+
+
+# --- the two-node simulation never deletes an earlier run -----------------------------------
+
+
+def test_the_two_node_simulation_refuses_to_replace_an_earlier_run(tmp_path, capsys, monkeypatch):
+    """It used to ``shutil.rmtree(OUT_DIR/run)`` before starting."""
+    pytest.importorskip("ray.rllib", reason="Ray RLlib is not installed (make rllib)")
+    from training import rllib_two_nodes
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a node was started before the folder was checked")
+
+    monkeypatch.setattr(rllib_two_nodes, "start_node", refuse)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.jsonl").write_text('{"iteration": 1}\n')
+    with pytest.raises(SystemExit) as exit_:
+        rllib_two_nodes.main(["--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "holds an earlier simulation's run" in err
+    assert f"'{tmp_path}-2' is free), or pass --force to replace it" in err
+    assert (tmp_path / "run" / "metrics.jsonl").read_text() == '{"iteration": 1}\n'
+    assert sorted(os.listdir(tmp_path)) == ["run"]  # no log written
+    with pytest.raises(AssertionError, match="a node was started"):  # --force goes ahead
+        rllib_two_nodes.main(["--out-dir", str(tmp_path), "--force"])
+
+
+# --- kills during sb3_maskable's, training.curve's and rllib_ppo's writes --------------------
+
+
+@pytest.mark.parametrize("mode", ["callback", "replace"])
+def test_sb3_maskable_killed_while_replacing_model_zip_leaves_the_old_one(tmp_path, mode):
+    """Killed with half the new model written, or just before its rename: the old model.zip."""
+    out = tmp_path / "sb3"
+    out.mkdir()
+    (out / "model.zip").write_bytes(b"an earlier run's model")
+    argv = [*SB3_TINY, "--force", "--out-dir", str(out)]
+    proc = killed_run(mode, "model.zip", 1, "training.sb3_maskable", argv)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    assert (out / "model.zip").read_bytes() == b"an earlier run's model"
+    (left,) = [p for p in out.iterdir() if p.name != "model.zip"]  # the hidden new one
+    assert left.name.startswith(".model.zip.") and left.read_bytes()[:2] == b"PK"
+
+
+@pytest.mark.parametrize("target", ["c.png", "c.json"])
+def test_curve_killed_while_writing_leaves_each_output_old_or_new(tmp_path, target):
+    """Killed with half of the picture written (the JSON not begun), or with the picture in
+    place and half of the JSON written: each file is the old one or the whole new one."""
+    run = tmp_path / "run"
+    run.mkdir()
+    curve_run(run, 64)
+    (tmp_path / "c.png").write_bytes(b"the old picture")
+    (tmp_path / "c.json").write_bytes(b'{"the old": "numbers"}\n')
+    argv = [str(run), "--out", str(tmp_path / "c.png"), "--deals", "1", "--force"]
+    proc = killed_run("callback", target, 1, "training.curve", argv)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    assert (tmp_path / "c.json").read_bytes() == b'{"the old": "numbers"}\n'
+    picture = (tmp_path / "c.png").read_bytes()
+    if target == "c.png":
+        assert picture == b"the old picture"
+    else:  # the new picture, whole: PNG's last chunk is IEND and its CRC
+        assert picture.startswith(b"\x89PNG") and picture.endswith(b"IEND\xaeB`\x82")
+
+
+def test_rllib_ppo_killed_between_the_checkpoint_renames_keeps_the_old_one(tmp_path):
+    """The checkpoint folder's swap killed between its two renames (the old folder parked, the
+    new one not in place): the next start puts the old one back, whole, and a resume in the
+    folder drops the metrics row of the iteration that checkpoint never reached."""
+    pytest.importorskip("ray.rllib", reason="Ray RLlib is not installed (make rllib)")
+    from agents.rllib import CHECKPOINT, RLlibAgent
+
+    run = tmp_path / "run"
+    small = [
+        "--envs-per-runner=4", "--train-batch=256", "--minibatch=256", "--epochs=1",
+        "--hidden=16", "--eval-deals=0", "--num-env-runners=0", f"--out-dir={run}",
+    ]  # fmt: skip
+    # iteration 1 saves (one rename onto checkpoint); iteration 2's swap is killed before its
+    # second rename onto it
+    proc = killed_run(
+        "replace", CHECKPOINT, 2, "training.rllib_ppo", [*small, "--iterations=2", "--save-every=1"]
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    parked = run / f".{CHECKPOINT}.old"
+    assert not (run / CHECKPOINT).exists() and parked.is_dir()
+    old = {p.relative_to(parked): p.read_bytes() for p in parked.rglob("*") if p.is_file()}
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "training.rllib_ppo", *small, "--iterations=1", f"--resume={run}"],
+        cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "metrics.jsonl: dropped 1 row(s) past iteration 1" in resumed.stdout
+    again = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in again] == [1, 2] and again[0] == rows[0]
+    assert again[1]["seconds"] != rows[1]["seconds"]  # iteration 2 as the resumed run logged it
+    assert not parked.exists()
+    new = {p.relative_to(run / CHECKPOINT) for p in (run / CHECKPOINT).rglob("*") if p.is_file()}
+    assert new == set(old)  # the old checkpoint was put back whole, then replaced by a new one
+    RLlibAgent.load(run, seed=0)
+
+
+# --- make hour / make scratch: a rerun never trains into the earlier run's folder -------------
+
+STUB = """#!/bin/sh
+echo "$@" >> calls.log
+while [ $# -gt 0 ]; do
+    if [ "$1" = "--out-dir" ]; then mkdir -p "$2"; [ -z "$FAIL" ] || exit 3; fi
+    shift
+done
+"""
+"""Stands in for the venv's python: logs its arguments, makes the --out-dir as a run would."""
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_hour_and_scratch_train_into_a_new_folder_on_a_rerun(tmp_path):
+    """The second ``make hour`` used to pass --out-dir runs/hour again, which the trainer
+    refuses (it holds the first run)."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    (tmp_path / "pyproject.toml").touch()
+    os.utime(tmp_path / "pyproject.toml", (0, 0))
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / ".stamp").touch()  # the venv counts as set up
+    stub = tmp_path / "stub"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+
+    def make(*words, **env):
+        return subprocess.run(
+            ["make", "-s", *words, f"PY={stub}"], cwd=tmp_path, capture_output=True, text=True,
+            env={**os.environ, **env}, timeout=60,
+        )  # fmt: skip
+
+    said = []
+    for words in (["hour"], ["hour"], ["scratch"], ["scratch", "RUN=runs/mine"]):
+        done = make(*words)
+        assert done.returncode == 0, done.stderr
+        said.append(done.stdout.strip())
+    assert said[1] == "make hour: the run goes to runs/hour-2"
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    trained = [c.split("--out-dir ")[1] for c in calls if "training.ppo_selfplay" in c]
+    assert trained == ["runs/hour", "runs/hour-2", "runs/scratch", "runs/mine"]
+    played = [c.split("ppo:")[1].split("/latest.pt")[0] for c in calls if "agents.arena" in c]
+    assert played == [run for run in trained for _ in range(2)]  # each plays its own run
+    (tmp_path / "calls.log").unlink()
+    failed = make("hour", FAIL="1")  # a training that fails plays no arena
+    assert failed.returncode != 0
+    assert [c.split()[1] for c in (tmp_path / "calls.log").read_text().splitlines()] == [
+        "training.ppo_selfplay"
+    ]

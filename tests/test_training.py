@@ -335,10 +335,19 @@ def test_rule_seat_under_rule_hint_plays_the_advice_in_the_input():
     )
 
 
-def test_demo_smoke(tmp_path, one_torch_thread, capsys):
-    """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena."""
+def test_demo_smoke(tmp_path, one_torch_thread, capsys, monkeypatch):
+    """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena.
+    Run a second time (``runs/demo`` holds the first run), it writes to ``runs/demo-2`` and
+    says so, leaving the first run as it was (it used to stop with an error that suggested
+    flags the demo does not have)."""
     from training import demo
 
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "runs" / "demo"
+    first.mkdir(parents=True)
+    earlier = {"metrics.jsonl": b'{"update": 1}\n', "latest.pt": b"x", "demo.png": b"y"}
+    for name, data in earlier.items():
+        (first / name).write_bytes(data)
     argv = [
         "--decisions",
         "2048",
@@ -348,12 +357,12 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys):
         "1000",
         "--deals",
         "2",
-        "--out-dir",
-        str(tmp_path),
     ]
     assert demo.main(argv) == 0
-    assert (tmp_path / "demo.png").stat().st_size > 0
-    arena = json.loads((tmp_path / "arena.json").read_text())
+    assert {p.name: p.read_bytes() for p in first.iterdir()} == earlier
+    out = tmp_path / "runs" / "demo-2"
+    assert (out / "demo.png").read_bytes().startswith(b"\x89PNG")
+    arena = json.loads((out / "arena.json").read_text())
     assert list(arena) == ["ppo-guiyang", "fresh ppo"]
     for label, row in arena.items():
         assert list(row) == ["rule", "greedy", "random"]
@@ -361,8 +370,10 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys):
             assert cell["summary"]["agents"][label]["hands"] == 2 * 12
             lo, hi = cell["margin_ci95"]
             assert lo <= cell["margin"] <= hi
-    out = capsys.readouterr().out
-    assert "learning curve and arena" in out and "minus rule" in out
+    printed = capsys.readouterr().out
+    assert "runs/demo holds an earlier demo, left as it is; this one goes to runs/demo-2" in printed
+    assert "learning curve and arena: runs/demo-2/demo.png" in printed and "minus rule" in printed
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
 PPO_BAD_FLAGS = [
@@ -463,18 +474,37 @@ def test_sb3_maskable_checks_every_flag_before_any_work(tmp_path, capsys, argv, 
 
 
 def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
+    """Every error names the demo's own flags, never the trainer's that it lacks (--resume,
+    --force, --num-steps, ...)."""
     from training import demo
 
+    with pytest.raises(SystemExit):
+        demo.main(["--help"])
+    own = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
     out = tmp_path / "demo"
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "metrics.jsonl").write_text('{"update": 1}\n')
+    (held / "update_1.pt").write_bytes(b"x")
     for argv, message in [
         (["--bc-agent", "nosuch"], "--bc-agent 'nosuch': unknown agent spec"),
         (["--num-envs", "0"], "--num-envs must be >= 1, got 0"),
         (["--deals", "0"], "--deals must be >= 1, got 0"),
+        (["--num-envs", "100000000"], "--num-envs 100000000 needs about"),
+        (["--deals", str(10**12)], "--deals 1000000000000 needs about"),
+        (
+            ["--out-dir", str(held)],
+            f"--out-dir '{held}' holds an earlier run (metrics.jsonl, update_1.pt), which this "
+            f"demo would overwrite: pass another --out-dir ('{tmp_path / 'held-2'}' is free)",
+        ),
     ]:
         with pytest.raises(SystemExit) as info:
-            demo.main([*argv, "--out-dir", str(out)])
-        assert info.value.code == 2 and message in capsys.readouterr().err
+            demo.main(["--out-dir", str(out), *argv])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and message in err, err
+        assert set(re.findall(r"--[a-z][a-z-]*", err)) <= own, err
         assert not out.exists()
+    assert sorted(p.name for p in held.iterdir()) == ["metrics.jsonl", "update_1.pt"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only fallback")

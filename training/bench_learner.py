@@ -28,7 +28,7 @@ import tempfile
 
 import torch
 
-from training.cli import BF16_MODES, bf16_from_flag, device_from_flag
+from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag
 from training.ppo_selfplay import Args, train
 
 
@@ -82,7 +82,9 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m training.bench_learner", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--updates", type=int, default=3)
     p.add_argument("--num-envs", type=int, default=256)
     p.add_argument("--num-steps", type=int, default=128)
@@ -105,17 +107,27 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--updates, --num-envs, --num-steps and --processes must be >= 1")
     if a.num_envs % a.processes:
         p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
-    res = measure(
-        a.updates,
-        a.num_envs,
-        a.num_steps,
-        a.bf16,
-        a.device,
-        a.seed,
-        a.features,
-        a.processes,
-        a.rule_hint,
-    )
+    share = a.num_envs // a.processes * a.num_steps
+    if share < Args.num_minibatches:
+        p.error(
+            f"--num-envs {a.num_envs} x --num-steps {a.num_steps} / --processes {a.processes} "
+            f"is {share} decisions a process, fewer than the trainer's {Args.num_minibatches} "
+            "minibatches"
+        )
+    try:
+        res = measure(
+            a.updates,
+            a.num_envs,
+            a.num_steps,
+            a.bf16,
+            a.device,
+            a.seed,
+            a.features,
+            a.processes,
+            a.rule_hint,
+        )
+    except FlagError as exc:  # checked by the trainer before any work: sizes, device, seed
+        p.error(str(exc))
     res["settings"] = {
         "updates": a.updates,
         "num_envs": a.num_envs,

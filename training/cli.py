@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents import make_agent
+from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
 
 T = TypeVar("T")
@@ -170,6 +172,49 @@ def check_out_dir(path: str, name: str = "out_dir") -> None:
         raise FlagError(f"{flag(name)} {path!r}: {str(parent)!r} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FlagError(f"{flag(name)} {path!r}: cannot write in {str(parent)!r}")
+
+
+def check_arena_deals(deals: int, rules: Rules, name: str = "eval_deals") -> None:
+    """An arena of two agents on ``deals`` duplicate deals under ``rules`` (the trainers'
+    evaluations) fits in this machine's memory, by the arena's own plan
+    (:func:`agents.arena.planned_memory`), checked before training starts instead of when the
+    first evaluation is due."""
+    from agents.arena import planned_memory, run_arena, seatings
+
+    rotations = len(seatings(2, rules.num_players))
+    chunk_games = inspect.signature(run_arena).parameters["chunk_games"].default
+    per_chunk = max(1, chunk_games // rotations)
+    need = planned_memory(deals, 2, rotations, per_chunk, rules.num_players, False)
+    try:
+        check_memory(f"{flag(name)} {deals}", need)
+    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
+        raise FlagError(str(exc)) from None
+
+
+def drop_rows_after(path: Path, key: str, last: int) -> int:
+    """Drop the rows of the JSON-lines log ``path`` whose ``key`` is above ``last``, in one
+    atomic rewrite; returns how many were dropped.
+
+    A run logs a row at every update (or iteration) but saves a checkpoint only every few, so
+    a run killed between two checkpoints leaves rows its newest checkpoint never reached; a
+    run resumed from that checkpoint logs those updates again, and without this the log would
+    hold both (updates 1, 2, 3, 4, 4, 5, ...). Lines that are not such rows are kept."""
+    if not path.is_file():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        value = row.get(key) if isinstance(row, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > last:
+            dropped += 1
+        else:
+            kept.append(line)
+    if dropped:
+        write_text_atomic(path, "".join(kept))
+    return dropped
 
 
 def file_names(paths: list[Path], limit: int = 6) -> str:

@@ -6,7 +6,8 @@ decisions trained (a run and its ``--resume`` continuations line up), against ``
 the same duplicate deals (seed ``--seed``, every seating), by sampling and by argmax, and
 plots the margin per hand (policy minus opponent, 95% intervals) against decisions trained.
 The rules are each checkpoint's own. Writes the picture and, beside it, the numbers as JSON
-(each whole or not at all). Every flag, every checkpoint (its ``decisions`` and its rules) and
+(``--out x.png``: ``x.json``; each whole or not at all, and replaced only with ``--force``).
+Every flag, every checkpoint (its ``decisions`` and its rules) and
 the opponent under each checkpoint's rules are checked before any game is played; a bad one
 exits with status 2 and a message naming it.
 """
@@ -69,6 +70,15 @@ def picture_format(out: Path) -> str:
     return kind
 
 
+def free_out(out: Path) -> Path:
+    """The first of ``out``, ``STEM-2.SUFFIX``, ``STEM-3.SUFFIX``, ... where neither the
+    picture nor its JSON exists."""
+    free, n = out, 2
+    while free.exists() or free.with_suffix(".json").exists():
+        free, n = out.with_name(f"{out.stem}-{n}{out.suffix}"), n + 1
+    return free
+
+
 def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[dict]:
     rows = []
     for decisions, path, rules in points:
@@ -128,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="arena processes")
     parser.add_argument("--out", default="curve.png", help="the picture; the JSON goes beside it")
     parser.add_argument("--title", default="", help="the picture's title")
+    parser.add_argument(
+        "--force", action="store_true", help="replace the picture and JSON if they exist"
+    )
     a = parser.parse_args(argv)
     if a.deals < 1 or a.workers < 1:
         parser.error(f"--deals and --workers must be >= 1, got {a.deals} and {a.workers}")
@@ -137,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     for path in (out, out.with_suffix(".json")):
         if path.is_dir():
             parser.error(f"--out {a.out!r}: {str(path)!r} is a folder")
+    there = [repr(str(p)) for p in (out, out.with_suffix(".json")) if p.exists()]
+    if there and not a.force:
+        parser.error(
+            f"--out {a.out!r} would replace {' and '.join(there)}, already there: pass "
+            f"another --out ({str(free_out(out))!r} is free), or --force to replace "
+            + ("them" if len(there) > 1 else "it")
+        )
     try:
         picture_format(out)
         points = checkpoints(a.run_dirs)

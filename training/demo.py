@@ -9,7 +9,11 @@ by argmax). Then the shipped guiyang policy (``ppo-guiyang``: rule cloning and 7
 PPO, :mod:`agents.ppo`) and the fresh one each play ``rule``, ``greedy`` and ``random`` on the
 same ``--deals`` duplicate deals (two agents, every seating). It prints the margins per hand
 with 95% intervals and saves ``OUT_DIR/demo.png`` (the learning curve beside the margins) and
-``OUT_DIR/arena.json``. ``--long`` trains fifty times longer.
+``OUT_DIR/arena.json``, each whole or not at all. ``--long`` trains fifty times longer.
+
+Nothing of an earlier demo is overwritten: when ``runs/demo`` (the default ``OUT_DIR``) holds
+one, a rerun goes to the first free ``runs/demo-2``, ``runs/demo-3``, ... and says so; an
+``--out-dir`` given that holds a run is refused, with a free name to use instead.
 """
 
 from __future__ import annotations
@@ -20,12 +24,43 @@ from pathlib import Path
 
 from agents import make_agent
 from agents.arena import against_each
-from agents.ppo import PPOAgent
-from training.cli import FlagError
-from training.ppo_selfplay import Args, train
+from agents.ppo import INPUT_SIZES, PPOAgent
+from training.cli import FlagError, check_arena_deals, file_names
+from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
+from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
+from zhuoji_env.limits import check_memory
+from zhuoji_env.rules import Rules
 
 SHIPPED = "ppo-guiyang"
 BASELINES = ["rule", "greedy", "random"]
+DEFAULT_OUT = "runs/demo"
+"""The default ``--out-dir``; a rerun goes to ``runs/demo-2``, ``runs/demo-3``, ..."""
+OUTPUTS = ("demo.png", "arena.json")
+"""What the demo writes in ``--out-dir`` beside the training run's files."""
+
+
+def earlier_files(out_dir: Path) -> list[Path]:
+    """The files of an earlier demo or training run in ``out_dir`` (none: it can take this one)."""
+    return run_files(out_dir) + [out_dir / n for n in OUTPUTS if (out_dir / n).exists()]
+
+
+def out_folder(given: str | None) -> Path:
+    """Where this demo writes: ``--out-dir`` as ``given`` (``ValueError`` if it holds a run),
+    else :data:`DEFAULT_OUT`, or the first free ``runs/demo-K`` when that holds one."""
+    if given is None:
+        out = Path(DEFAULT_OUT)
+        if earlier_files(out):
+            out = unused_path(out)
+            print(f"{DEFAULT_OUT} holds an earlier demo, left as it is; this one goes to {out}")
+        return out
+    found = earlier_files(Path(given))
+    if found:
+        raise ValueError(
+            f"--out-dir {given!r} holds an earlier run ({file_names(found)}), which this demo "
+            f"would overwrite: pass another --out-dir ({str(unused_path(given))!r} is free), "
+            f"or none (the demo then picks a free runs/demo-K)"
+        )
+    return Path(given)
 
 
 def arenas(agents: dict, deals: int, seed: int) -> dict:
@@ -90,7 +125,7 @@ def plot(history: list[dict], arena: dict, path: Path) -> None:
     right.set_title("Arena: duplicate deals, every seating")
     right.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
 
 
@@ -106,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bc-decisions", type=int, default=100_000, help="decisions of the cloned agent's play"
     )
-    parser.add_argument("--out-dir", default="runs/demo")
+    parser.add_argument(
+        "--out-dir",
+        help=f"folder of the run, demo.png and arena.json; one that holds a run is refused "
+        f"(default {DEFAULT_OUT}, or the first free {DEFAULT_OUT}-2, -3, ... when it holds one)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     a = parser.parse_args(argv)
     for name in ("deals", "decisions", "num_envs"):
@@ -128,12 +167,19 @@ def main(argv: list[str] | None = None) -> int:
         eval_every=max(1, decisions // (per_update * 6)),
         eval_deals=100,
         eval_opponents="random,greedy",
-        out_dir=a.out_dir,
         seed=a.seed,
     )
     try:
         shipped = make_agent(SHIPPED, seed=a.seed)  # before training: the package must have it
-    except ValueError as exc:
+        # the sizes in the demo's own flags (the trainer would name --num-steps, not the demo's)
+        check_memory(
+            f"--num-envs {a.num_envs}"
+            + (f" with --bc-decisions {a.bc_decisions}" if a.bc_agent else ""),
+            memory_needed(args, INPUT_SIZES[input_version(args)]),
+        )
+        check_arena_deals(a.deals, Rules.make("guiyang"), "deals")
+        args.out_dir = str(out_folder(a.out_dir))
+    except ValueError as exc:  # FlagError and limits.SizeError are ValueErrors
         parser.error(str(exc))
     try:
         out = train(args)
@@ -142,9 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     fresh = PPOAgent.load(out["checkpoint"], seed=a.seed)
     arena = arenas({SHIPPED: shipped, "fresh ppo": fresh}, a.deals, a.seed + 7)
     print(f"\n{a.deals} duplicate deals, every seating, guiyang:\n{margin_table(arena)}")
-    out_dir = Path(a.out_dir)
+    out_dir = Path(args.out_dir)
     plot(out["history"], arena, out_dir / "demo.png")
-    (out_dir / "arena.json").write_text(json.dumps(arena, indent=1))
+    write_text_atomic(out_dir / "arena.json", json.dumps(arena, indent=1))
     print(
         f"\nlearning curve and arena: {out_dir / 'demo.png'}; arena: {out_dir / 'arena.json'}; "
         f"environment share of training time: {out['env_seconds'] / out['seconds']:.0%}"

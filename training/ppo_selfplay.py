@@ -95,10 +95,12 @@ from training.cli import (
     agent_specs,
     bf16_from_flag,
     check_agent_specs,
+    check_arena_deals,
     check_fields,
     check_out_dir,
     command_line,
     device_from_flag,
+    drop_rows_after,
     file_names,
     parse_args,
     remove_paths,
@@ -229,8 +231,9 @@ class Args:
     """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/ppo"
     """folder of the checkpoints and metrics.jsonl: a fresh run needs one without a run in it
-    (or --force); --resume continues in its checkpoint's folder (appending to metrics.jsonl) or
-    starts in a folder without a run"""
+    (or --force); --resume continues in its checkpoint's folder (appending to metrics.jsonl,
+    from which the rows past the checkpoint's update are dropped first) or starts in a folder
+    without a run"""
     save_every: int = 20
     """updates between checkpoints, update_<k>.pt copied to latest.pt (0: only the last)"""
     resume: str = ""
@@ -258,9 +261,10 @@ def check_args(
     args: Args, lead: bool = True
 ) -> tuple[Rules, tuple[PolicyNet, dict] | None, torch.device]:
     """Check every flag before any work: the rules, the device, the ``--resume`` checkpoint if
-    any, the memory the sizes need (:func:`memory_needed`) and, in the ``lead`` process (the
-    others start once it has begun to write), that ``--out-dir`` holds no run this one would
-    overwrite (:func:`replaced_files`).
+    any, the memory the sizes need (:func:`memory_needed`) and that the evaluations' arenas
+    need (``--eval-deals``: :func:`training.cli.check_arena_deals`) and, in the ``lead``
+    process (the others start once it has begun to write), that ``--out-dir`` holds no run this
+    one would overwrite (:func:`replaced_files`).
 
     Raises :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     check_fields(
@@ -389,14 +393,20 @@ def check_args(
                 "value head was never trained; resume it with --oracle-critic"
             )
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
+    hidden = resumed[0].hidden if resumed else args.hidden
+    width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
+    if not resumed and args.hidden != Args.hidden:  # the flag was given: name it
+        width = f"--hidden {hidden}"
     try:
         check_memory(
-            f"--num-envs {args.num_envs} x --num-steps {args.num_steps}"
-            + (f" with --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
-            memory_needed(args, in_size),
+            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} with {width}"
+            + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
+            memory_needed(args, in_size, hidden),
         )
     except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
         raise FlagError(str(exc)) from None
+    if agent_specs(args.eval_opponents):
+        check_arena_deals(args.eval_deals, rules)
     if lead:
         replaced_files(args, resumed[1] if resumed else {})
     return rules, resumed, device
@@ -407,19 +417,36 @@ GAME_BYTES = 20_000
 at 14-20 KB a game over the first steps of 256 and 4,096 games)."""
 
 
-def memory_needed(args: Args, in_size: int) -> int:
+def memory_needed(args: Args, in_size: int, hidden: int | None = None) -> int:
     """A lower bound on the bytes the run allocates: its games, one rollout's buffers (``2 x
     --num-steps`` rows of ``--num-envs`` decisions at most, the decisions carried over from the
-    previous rollout included; :class:`Rollout`) and, with ``--bc-agent``, the demonstrations
-    (each observation twice: as recorded and as the network reads it). The network's input is
-    ``in_size`` floats."""
-    hidden = oracle_hidden_size(args.oracle_draws) if args.oracle_critic else 0
+    previous rollout included; :class:`Rollout`), with ``--bc-agent`` the demonstrations
+    (each observation twice: as recorded and as the network reads it), and the networks
+    (:func:`network_memory`). The network's input is ``in_size`` floats, its width ``hidden``
+    (default ``--hidden``; a resumed run's is its checkpoint's)."""
+    seen = oracle_hidden_size(args.oracle_draws) if args.oracle_critic else 0
     # obs and hidden (float32), mask, act, logp, values, seats, phi, learner, rewards, 3 flags
-    row = 4 * (in_size + hidden) + NUM_ACTIONS + 8 + 4 + 4 + 8 + 4 + 1 + 4 + 3
+    row = 4 * (in_size + seen) + NUM_ACTIONS + 8 + 4 + 4 + 8 + 4 + 1 + 4 + 3
     need = args.num_envs * (GAME_BYTES + 2 * args.num_steps * row)
     if args.bc_agent:
         need += args.bc_decisions * (4 * (OBS_SIZE + in_size) + NUM_ACTIONS + 16)
-    return need
+    return need + network_memory(args, in_size, args.hidden if hidden is None else hidden)
+
+
+def network_memory(args: Args, in_size: int, hidden: int) -> int:
+    """Bytes of the networks of a run: the policy's float32 weights four times (the weights,
+    their gradients and Adam's two moments) and once more per ``--pool-size`` snapshot; the
+    ``--oracle-critic``'s four times; and a minibatch's activations (each of the two hidden
+    layers' outputs before and after the ReLU, and their gradients) in each network."""
+    policy = (in_size + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * (NUM_ACTIONS + 1)
+    need = 4 * policy * (4 + args.pool_size)
+    networks = 1
+    if args.oracle_critic:
+        seen = in_size + oracle_hidden_size(args.oracle_draws)
+        need += 4 * 4 * ((seen + 1) * hidden + (hidden + 1) * hidden + hidden + 1)
+        networks = 2
+    rows = -(-2 * args.num_envs * args.num_steps // args.num_minibatches)
+    return need + networks * rows * 8 * hidden * 4
 
 
 RUN_FILES = ("latest.pt", "metrics.jsonl", "tb")
@@ -737,12 +764,23 @@ def train(args: Args) -> dict:
     """Run the training; returns the evaluations, the per-update statistics and timing.
 
     Every flag is checked first (:func:`check_args`): nothing is written on a bad one; then
-    ``--force`` deletes the earlier run in ``--out-dir`` (:func:`replaced_files`). With
+    ``--force`` deletes the earlier run in ``--out-dir`` (:func:`replaced_files`), and a run
+    resumed in its checkpoint's own folder drops the rows of ``metrics.jsonl`` past the
+    checkpoint's update (:func:`training.cli.drop_rows_after`), which it logs again. With
     ``--processes P > 1`` this process is the first of P (it evaluates, logs and saves) and
     starts the others (:func:`data_parallel`)."""
     rules, resumed, device = check_args(args)
     if args.force:
         remove_paths(replaced_files(args, resumed[1] if resumed else {}))
+    if resumed and Path(args.resume).resolve().parent == Path(args.out_dir).resolve():
+        update = resumed[1].get("update", 0)
+        dropped = drop_rows_after(Path(args.out_dir) / "metrics.jsonl", "update", update)
+        if dropped:
+            print(
+                f"metrics.jsonl: dropped {dropped} row(s) past update {update}, which --resume "
+                f"{args.resume!r} never reached (the run was stopped before saving them); the "
+                "resumed run logs those updates again"
+            )
     if args.processes == 1:
         return run(args, rules, resumed, device)
     return data_parallel(args, rules, resumed, device)

@@ -22,7 +22,8 @@ agent, e.g. ``python -m agents.arena --agents rllib:runs/rllib,rule``. Metrics g
 Every file is written whole or not at all (the checkpoint folder is written beside the old one
 and swapped in: :func:`zhuoji_env.fileio.write_dir_atomic`), and no run is overwritten: an
 ``OUT_DIR`` holding a run is refused unless ``--resume`` continues that very run or ``--force``
-deletes it first (:func:`replaced_files`).
+deletes it first (:func:`replaced_files`). A run resumed in its own folder first drops the
+rows of ``metrics.jsonl`` that its checkpoint never reached (:func:`drop_metrics_after`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ from agents import make_agent
 from agents.registry import RLLIB_MISSING
 from training.cli import (
     FlagError,
+    agent_specs,
+    check_arena_deals,
     check_out_dir,
+    drop_rows_after,
     file_names,
     parse_args,
     remove_paths,
@@ -151,9 +155,10 @@ _AT_LEAST = {
 
 
 def check_args(args: Args) -> None:
-    """Raise ``ValueError`` naming the first flag whose value is not allowed. A checkpoint
-    folder of ``--out-dir`` or ``--resume`` left parked by a kill in the middle of its
-    replacement is put back first (:func:`zhuoji_env.fileio.recover_dir`)."""
+    """Raise ``ValueError`` naming the first flag whose value is not allowed (``--eval-deals``
+    too many for this machine's memory included: :func:`training.cli.check_arena_deals`). A
+    checkpoint folder of ``--out-dir`` or ``--resume`` left parked by a kill in the middle of
+    its replacement is put back first (:func:`zhuoji_env.fileio.recover_dir`)."""
     for name, low in _AT_LEAST.items():
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -174,9 +179,10 @@ def check_args(args: Args) -> None:
         if not getattr(args, name) >= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be >= 0")
     rules = rules_from_flag(args.rules)
-    if args.eval_deals:
-        for spec in [o for o in args.eval_opponents.split(",") if o]:
+    if args.eval_deals and agent_specs(args.eval_opponents):
+        for spec in agent_specs(args.eval_opponents):
             make_agent(spec, seed=0, rules=rules)
+        check_arena_deals(args.eval_deals, rules)
     for folder in {args.out_dir, args.resume} - {""}:  # a swap killed between its renames
         recover_dir(Path(folder) / CHECKPOINT)
     if args.resume:
@@ -213,6 +219,20 @@ def replaced_files(args: Args) -> list[Path]:
         f"--out-dir {args.out_dir!r} holds a run ({file_names(found)}) that this one would "
         f"overwrite: {way_out}, or pass --force to delete those files first"
     )
+
+
+def drop_metrics_after(metrics: Path, iteration: int) -> None:
+    """Drop the rows of a run's ``metrics.jsonl`` past ``iteration``, the checkpoint's that the
+    run resumes from in its own folder (:func:`training.cli.drop_rows_after`): a run stopped
+    between two checkpoints logged iterations that the resumed run logs again."""
+    dropped = drop_rows_after(metrics, "iteration", iteration)
+    if dropped:
+        print(
+            f"metrics.jsonl: dropped {dropped} row(s) past iteration {iteration}, which the "
+            "checkpoint never reached (the run was stopped before saving them); the resumed "
+            "run logs those iterations again",
+            flush=True,
+        )
 
 
 def frozen_id(slot: int) -> str:
@@ -413,6 +433,8 @@ def train(args: Args) -> dict:
     try:
         if resume is not None:
             algo.restore_from_path(str(resume.resolve()))
+            if resume.resolve() == (out_dir / CHECKPOINT).resolve():
+                drop_metrics_after(out_dir / "metrics.jsonl", algo.iteration)
         else:
             for slot in range(args.league_size):  # the league starts as the initial policy
                 snapshot(algo, slot)

@@ -8,7 +8,8 @@ training.rllib_ppo --address HOST:PORT``, is a third process, as on a real clust
 trains in it, on the head node. The script checks (from the run's ``cluster.json`` and
 ``metrics.jsonl``) that every env runner ran on the worker node, that the learner trained on
 what they sampled, and that the checkpoint plays as the ``rllib:`` agent; it exits non-zero if
-any check fails. Both nodes are stopped, by their process ids, at the end.
+any check fails. Both nodes are stopped, by their process ids, at the end. The run goes to
+``OUT_DIR/run``; an earlier one there is replaced only with ``--force``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from training.cli import FlagError
 from training.rllib_ppo import LOCAL_IP as LOOPBACK
+from zhuoji_env.fileio import unused_path
 
 RUNNER_RESOURCE = "zhuoji_runner"
 """The custom resource only the worker node has."""
@@ -128,17 +131,25 @@ def simulate(
     runners: int = 2,
     timeout: float = 300.0,
     ship_code: bool = False,
+    force: bool = False,
 ) -> dict:
     """Start the two nodes, run ``training.rllib_ppo --address`` on them as a third process
     (the driver, with ``--ship-code`` if ``ship_code``), stop the nodes; returns ``layout``
     (the run's ``cluster.json``), ``history`` (its ``metrics.jsonl`` rows) and ``checks``
-    (name -> passed)."""
+    (name -> passed). The run goes to ``OUT_DIR/run``: one there already raises
+    :class:`~training.cli.FlagError` before anything starts, unless ``force``, which has the
+    driver delete it (``training.rllib_ppo --force``)."""
     from agents import make_agent
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / "run"
-    shutil.rmtree(run_dir, ignore_errors=True)
+    if run_dir.exists() and not force:
+        raise FlagError(
+            f"--out-dir {str(out_dir)!r} holds an earlier simulation's run ({str(run_dir)!r}), "
+            f"which this one would replace: pick a new --out-dir "
+            f"({str(unused_path(out_dir))!r} is free), or pass --force to replace it"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
     temp_dir = tempfile.mkdtemp(prefix="zr")  # short: Ray's socket paths live in it
     port = _free_port()
     address = f"{LOOPBACK}:{port}"
@@ -187,6 +198,7 @@ def simulate(
             "--eval-deals=0",
             f"--out-dir={run_dir}",
             "--ship-code" if ship_code else "--no-ship-code",
+            "--force" if force else "--no-force",
         ]
         with open(out_dir / "driver.log", "w", encoding="utf-8") as log:
             done = subprocess.run(
@@ -222,7 +234,9 @@ def simulate(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m training.rllib_two_nodes",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out-dir", default="runs/rllib_two_nodes")
     parser.add_argument("--iterations", type=int, default=1)
@@ -232,12 +246,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the driver uploads the project's packages (runtime_env py_modules)",
     )
+    parser.add_argument(
+        "--force", action="store_true", help="replace the run that OUT_DIR/run holds"
+    )
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.runners < 1:
         parser.error("--iterations and --runners must be at least 1")
-    out = simulate(
-        args.out_dir, iterations=args.iterations, runners=args.runners, ship_code=args.ship_code
-    )
+    try:
+        out = simulate(
+            args.out_dir,
+            iterations=args.iterations,
+            runners=args.runners,
+            ship_code=args.ship_code,
+            force=args.force,
+        )
+    except FlagError as exc:
+        parser.error(str(exc))
     print(json.dumps({"layout": out["layout"], "checks": out["checks"]}, indent=1))
     failed = [name for name, ok in out["checks"].items() if not ok]
     if failed:

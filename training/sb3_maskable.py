@@ -9,7 +9,8 @@ to ``OUT_DIR/model.zip`` (whole or not at all: a temporary name, then a rename),
 agent ``sb3:OUT_DIR/model.zip`` (:mod:`agents.sb3`), and is evaluated at the end in the arena
 against ``--eval-opponents`` on duplicate deals. Every flag is checked before any work starts
 (:func:`check_args`), an ``OUT_DIR`` that already holds a ``model.zip`` included (``--force``
-replaces it); a bad one exits with status 2 and a message naming it.
+replaces it), and so is the memory the sizes need; a bad one exits with status 2 and a message
+naming it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from training.cli import (
     POSITIVE,
     UNIT,
     FlagError,
+    agent_specs,
     check_agent_specs,
+    check_arena_deals,
     check_fields,
     check_out_dir,
     device_from_flag,
@@ -38,7 +41,11 @@ from training.cli import (
     rules_from_flag,
     run_main,
 )
+from training.ppo_selfplay import GAME_BYTES
+from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import unused_path, write_atomic
+from zhuoji_env.limits import check_memory
+from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
 
@@ -89,7 +96,8 @@ MODEL = "model.zip"
 
 
 def check_args(args: Args) -> tuple[Rules, torch.device]:
-    """Check every flag before any work; returns the rules and the device. Raises
+    """Check every flag before any work, the memory of the sizes (:func:`memory_needed`) and
+    of the final arenas (``--eval-deals``) included; returns the rules and the device. Raises
     :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     if args.env not in ("vec", "single"):
         raise FlagError(f"--env {args.env!r}: must be 'vec' or 'single'")
@@ -113,9 +121,15 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
         raise FlagError(
             f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
         )
+    try:
+        check_memory(f"--n-envs {args.n_envs} x --n-steps {args.n_steps}", memory_needed(args))
+    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
+        raise FlagError(str(exc)) from None
     rules = rules_from_flag(args.rules)
     check_agent_specs(args.opponent, "opponent", rules)
     check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
+    if agent_specs(args.eval_opponents):
+        check_arena_deals(args.eval_deals, rules)
     check_out_dir(args.out_dir)
     model = Path(args.out_dir) / MODEL
     if model.exists() and not args.force:
@@ -125,6 +139,19 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
             "free), or pass --force to replace it"
         )
     return rules, device_from_flag(args.device)
+
+
+ROW_BYTES = 4 * OBS_SIZE + 4 * NUM_ACTIONS + 8 + 6 * 4
+"""Bytes of one decision in MaskablePPO's rollout buffer: the float32 observation and action
+mask, the int64 action, and six float32 columns (reward, return, episode start, value,
+log-probability, advantage)."""
+
+
+def memory_needed(args: Args) -> int:
+    """A lower bound on the bytes the run allocates: ``--n-envs`` games
+    (:data:`training.ppo_selfplay.GAME_BYTES` each) and the rollout buffer of ``--n-envs x
+    --n-steps`` decisions, twice (SB3 flattens a copy of it for the update)."""
+    return args.n_envs * (GAME_BYTES + 2 * args.n_steps * ROW_BYTES)
 
 
 def make_env(args: Args, rules: Rules):

@@ -66,7 +66,15 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
     :data:`STAGE_KEYS` with values of :data:`STAGE_TYPES`, and their decisions must add up to
     the checkpoint's."""
     if stages_file:
-        stages = json.loads(Path(stages_file).read_text(encoding="utf-8"))
+        try:
+            stages = json.loads(Path(stages_file).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--stages {stages_file}: not valid JSON ({exc})") from None
+        except RecursionError:  # as zhuoji_env.engine.records.load: a file of 100,000 "["s
+            raise ValueError(
+                f"--stages {stages_file}: arrays or objects nested too deeply to read (a list "
+                "of stages nests a few levels)"
+            ) from None
         if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
             raise ValueError(f"--stages {stages_file}: must hold a JSON list of objects")
     else:

@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
-from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.rules import PRESET_NAMES
+from zhuoji_env.engine.game import BatchGame, batch_memory
+from zhuoji_env.limits import check_memory
+from zhuoji_env.rules import PRESET_NAMES, Rules
 
 
 def bench_engine(preset: str, batch: int, seconds: float, seed: int = 0) -> dict:
@@ -68,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds <= 0:
         parser.error("--seconds must be > 0")
     sizes = [args.batch] if args.batch else [1, 16, 256, 4096]
+    players = Rules.make(args.preset).num_players
+    try:  # before any game: a batch of 10**12 would fill the machine's memory
+        check_memory(f"--batch {max(sizes)}", batch_memory(max(sizes), players))
+    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
+        parser.error(str(exc))
     rows = []
     print(f"{'batch':>6} {'decisions/s':>14} {'hands/s':>10}")
     for b in sizes:

@@ -29,15 +29,28 @@ import time
 import numpy as np
 
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.envs.aec import env as make_aec
 from zhuoji_env.envs.single import SingleAgentEnv
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.observation import encode
-from zhuoji_env.rules import PRESET_NAMES
+from zhuoji_env.limits import check_memory
+from zhuoji_env.observation import OBS_SIZE, encode
+from zhuoji_env.rules import PRESET_NAMES, Rules
 
 AEC_TARGET = 5_000
 SELFPLAY_TARGET = 100_000
+
+
+def selfplay_memory(batch: int, num_players: int) -> int:
+    """Bytes :func:`bench_selfplay` plans on: the vector env's games and the bare
+    ``BatchGame`` of its time split (:func:`~zhuoji_env.engine.game.batch_memory` each), and
+    four batches of float32 observations (the env's, the split's encoding and their masks)."""
+    return 2 * batch_memory(batch, num_players) + 4 * batch * 4 * OBS_SIZE
+
+
+def sb3_memory(batch: int, num_players: int) -> int:
+    """Bytes :func:`bench_sb3` plans on: its games and two batches of float32 observations."""
+    return batch_memory(batch, num_players) + 2 * batch * 4 * OBS_SIZE
 
 
 def bench_aec(preset: str, seconds: float, seed: int = 0) -> dict:
@@ -158,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.batch < 1 or args.sb3_batch < 1:
         parser.error("--seconds and the batch sizes must be positive")
+    players = Rules.make(args.preset).num_players
+    try:  # before any measurement: a batch of 10**12 would fill the machine's memory
+        if args.only in (None, "selfplay"):
+            check_memory(f"--batch {args.batch}", selfplay_memory(args.batch, players))
+        if args.only in (None, "sb3"):
+            check_memory(f"--sb3-batch {args.sb3_batch}", sb3_memory(args.sb3_batch, players))
+    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
+        parser.error(str(exc))
     out: dict = {"preset": args.preset}
     if args.only in (None, "aec"):
         r = out["aec"] = bench_aec(args.preset, args.seconds)
