@@ -577,6 +577,18 @@ def _unwritable(path: str) -> str | None:
     return None
 
 
+def standard_json(obj):
+    """``obj`` with every NaN or infinite float as None (an interval of one deal is undefined),
+    so the summary is standard JSON that any reader parses."""
+    if isinstance(obj, dict):
+        return {k: standard_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [standard_json(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.arena",
@@ -657,7 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     print(result.table())
     if args.json:
         try:  # whole or not at all: a temporary name beside FILE, then a rename
-            write_text_atomic(args.json, json.dumps(result.summary(), indent=2) + "\n")
+            text = json.dumps(standard_json(result.summary()), indent=2, allow_nan=False)
+            write_text_atomic(args.json, text + "\n")
         except OSError as err:
             parser.error(f"--json {args.json!r}: cannot write it ({err.strerror or err})")
         print(f"wrote {args.json}")

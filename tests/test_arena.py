@@ -286,3 +286,16 @@ def test_cli_reports_a_failed_json_write_and_keeps_the_old_file(monkeypatch, tmp
     err = capsys.readouterr().err
     assert f"--json '{out}': cannot write it (No space left on device)" in err
     assert "Traceback" not in err and out.read_text() == "old\n"
+
+
+def test_json_summary_is_standard_json_with_one_deal(tmp_path):
+    """One deal leaves the intervals undefined: they are written as null, not NaN (which
+    Python reads but a JSON parser in a browser or another language refuses)."""
+    out = tmp_path / "one.json"
+    assert arena.main(["--agents", "random,greedy", "--deals", "1", "--json", str(out)]) == 0
+
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    summary = json.loads(out.read_text(), parse_constant=refuse)
+    assert summary["agents"]["random"]["ci95"] == [None, None]
