@@ -47,7 +47,11 @@ _LIMITS = {"k": (1, 4096), "c": (2, 86)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's k x c rollouts
 are never split, so tables are searched together in groups that fit."""
-_MATCH_BLOCKS = ("scores", "hand_no")  # observation blocks that rollouts copy from the real one
+_MATCH_COLS = np.concatenate(
+    [np.arange(SLICES[b].start, SLICES[b].stop) for b in ("scores", "hand_no")]
+)
+"""Observation columns of the match (scores, hand number): rollouts copy them from the real
+observation, as the engine state does not hold them."""
 
 
 def rollout_probs(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -86,18 +90,17 @@ def rollout(
 ) -> State:
     """Play every game of ``st`` to the end of its hand with ``base`` in every seat, in place.
 
-    ``match`` (``[B, m]``) holds each game's match blocks of the observation (scores, hand
-    number), copied into every observation the rollout encodes. Games with the same ``pair``
+    ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS`, copied
+    into every observation the rollout encodes. Games with the same ``pair``
     id draw the same uniform number at each step (common random numbers across candidates).
     """
     size = int(pair.max(initial=-1)) + 1
-    cols = np.concatenate([np.arange(SLICES[b].start, SLICES[b].stop) for b in _MATCH_BLOCKS])
     actions = np.full(st.batch_size, -1, dtype=np.int64)
     while True:
         live = np.flatnonzero(st.phase != OVER)
-        u = rng.random(size)
         if not live.size:
             return st
+        u = rng.random(size)
         actions[:] = -1
         mask = st.mask[live]
         ask = mask.sum(1) > 1
@@ -105,7 +108,7 @@ def rollout(
         g = live[ask]
         if g.size:
             obs = encode(st, g, st.actor[g])
-            obs[:, cols] = match[g]
+            obs[:, _MATCH_COLS] = match[g]
             probs = rollout_probs(base, obs, mask[ask])
             cdf = np.cumsum(probs, 1)
             actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
@@ -217,8 +220,7 @@ class SearchAgent(Agent):
         first = np.repeat(cand, k, axis=0).reshape(-1)
         seat = st.actor.astype(np.int64)
         core.step(self.rules, st, first)
-        cols = np.concatenate([np.arange(SLICES[b].start, SLICES[b].stop) for b in _MATCH_BLOCKS])
-        match = np.repeat(obs[:, cols], k * c, axis=0)
+        match = np.repeat(obs[:, _MATCH_COLS], k * c, axis=0)
         pair = np.repeat(np.arange(r * k), c)
         rollout(self.rules, self.base, st, match, pair, self.rng)
         return seat_scores(st, seat).reshape(r, k, c)
