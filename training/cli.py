@@ -185,8 +185,14 @@ def check_arena_deals(deals: int, rules: Rules, name: str = "eval_deals") -> Non
     chunk_games = inspect.signature(run_arena).parameters["chunk_games"].default
     per_chunk = max(1, chunk_games // rotations)
     need = planned_memory(deals, 2, rotations, per_chunk, rules.num_players, False)
+    check_flag_memory(f"{flag(name)} {deals}", need)
+
+
+def check_flag_memory(what: str, need: float) -> None:
+    """:func:`zhuoji_env.limits.check_memory` for sizes given by flags: a :class:`FlagError`
+    (exit 2) naming them, also for a bad ``ZHUOJI_MEMORY_LIMIT``."""
     try:
-        check_memory(f"{flag(name)} {deals}", need)
+        check_memory(what, need)
     except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
         raise FlagError(str(exc)) from None
 

@@ -97,6 +97,7 @@ from training.cli import (
     check_agent_specs,
     check_arena_deals,
     check_fields,
+    check_flag_memory,
     check_out_dir,
     command_line,
     device_from_flag,
@@ -124,7 +125,6 @@ from training.learner import (
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import append_text_atomic, copy_atomic, unused_path
-from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -397,14 +397,11 @@ def check_args(
     width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
     if not resumed and args.hidden != Args.hidden:  # the flag was given: name it
         width = f"--hidden {hidden}"
-    try:
-        check_memory(
-            f"--num-envs {args.num_envs} x --num-steps {args.num_steps} with {width}"
-            + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
-            memory_needed(args, in_size, hidden),
-        )
-    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
-        raise FlagError(str(exc)) from None
+    check_flag_memory(
+        f"--num-envs {args.num_envs} x --num-steps {args.num_steps} with {width}"
+        + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
+        memory_needed(args, in_size, hidden),
+    )
     if agent_specs(args.eval_opponents):
         check_arena_deals(args.eval_deals, rules)
     if lead:

@@ -35,6 +35,7 @@ from training.cli import (
     check_agent_specs,
     check_arena_deals,
     check_fields,
+    check_flag_memory,
     check_out_dir,
     device_from_flag,
     parse_args,
@@ -44,7 +45,6 @@ from training.cli import (
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import unused_path, write_atomic
-from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -121,10 +121,7 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
         raise FlagError(
             f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
         )
-    try:
-        check_memory(f"--n-envs {args.n_envs} x --n-steps {args.n_steps}", memory_needed(args))
-    except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
-        raise FlagError(str(exc)) from None
+    check_flag_memory(f"--n-envs {args.n_envs} x --n-steps {args.n_steps}", memory_needed(args))
     rules = rules_from_flag(args.rules)
     check_agent_specs(args.opponent, "opponent", rules)
     check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
