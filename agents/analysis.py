@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.arena import deal_walls, game_stats, labels_of, seatings
+from agents.arena import deal_walls, game_stats, label_order, labels_of, seatings
 from agents.base import Agent, decide
 from agents.registry import make_agent
 from agents.rule import VERSION_RULE
@@ -103,14 +103,18 @@ def play_traced(
     labels = list(labels) if labels is not None else labels_of(specs)
     if len(labels) != len(agents):
         raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
+    order = label_order(labels, specs)  # as the arena plays them: the order given is moot
     objs = [
-        make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
-        for i, a in enumerate(agents)
+        make_agent(agents[k], seed=[seed, i], rules=rules)
+        if isinstance(agents[k], str)
+        else agents[k]
+        for i, k in enumerate(order)
     ]
     for i, agent in enumerate(objs):  # as the arena's first chunk: the same games result
         agent.reseed([seed, i, 0])
     n = rules.num_players
-    rotations = seatings(len(objs), n, seating)
+    rotations = np.asarray(order)[seatings(len(objs), n, seating)]
+    objs = [objs[i] for i in np.argsort(order)]
     r = len(rotations)
     walls, dealers = deal_walls(seed, np.arange(deals), n)
     walls, dealers = np.repeat(walls, r, 0), np.repeat(dealers, r)

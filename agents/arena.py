@@ -4,23 +4,30 @@ Every **deal** (a wall and a first dealer) is played once for each **seating** o
 over the seats, so each agent meets the same tiles from every seat and the luck of the deal
 cancels out of the comparisons.
 
-Seating. With ``A`` agents at an ``n``-seat table let ``L = max(n, A)`` and
-``base[j] = agents[j % A]`` for ``j < L`` (3 agents at 4 seats: ``a0 a1 a2 a0``; ``a0`` holds
-two seats in every game, and all its seat-hands count).
+Seating. With ``A`` agents at an ``n``-seat table every agent must hold the same share of the
+seats, whatever the order of ``--agents``. Where ``A < n`` does not divide evenly, each
+seating's **composition** gives every agent ``n // A`` or ``n // A + 1`` seats, and every such
+composition is played (2 agents at 3 seats: ``a0 a0 a1`` and ``a0 a1 a1``; 3 agents at 4
+seats: ``a0`` doubled, ``a1`` doubled, ``a2`` doubled); with ``A > n`` the compositions are
+the ``n``-agent subsets, and each agent sits out some seatings. The agents are put in the
+order of their labels before anything is played (their random streams included) and the
+results are reported in the order given, so swapping the order of ``--agents`` changes no
+mean and no margin.
 
-- ``--seating rotate``: rotation ``r = 0..L-1`` seats ``base[(seat + r) % L]`` at each seat
-  (with ``A == n`` simply ``agents[(seat + r) % n]``). Every agent sits in every seat equally
-  often, but the order around the table never changes: with ``random, greedy, rule`` greedy
-  always sits after (is the 下家 of) random and rule after greedy. That order matters: in a
-  ``random,greedy,greedy`` test the two identical greedy agents differed by +0.48 points per
-  hand, 95% CI [+0.15, +0.82], because random's pongs skip the seats between the discarder and
-  the ponger, which are more often the second one's.
-- ``--seating permute`` (default): every distinct arrangement of ``base`` over the seats (12
-  for 3 agents at 4 seats, 24 for 4 agents, 6 for 3 agents at 3 seats). Every agent sits in
-  every seat, and next to every other agent in both orders, equally often; the same test gave
-  -0.06 [-0.27, +0.14].
+- ``--seating rotate``: per composition, ``base`` deals the agents round-robin (``a0 a1 a2
+  a0`` for ``a0`` doubled at 4 seats) and rotation ``r`` seats ``base[(seat + r) % n]`` at each
+  seat (with ``A > n``, ``base`` is all ``A`` agents and ``r = 0..A-1``). Every agent sits in
+  every seat equally often, but the order around the table never changes: with ``random,
+  greedy, rule`` greedy always sits after (is the 下家 of) random and rule after greedy. That
+  order matters: in a ``random,greedy,greedy`` test the two identical greedy agents differed
+  by +0.48 points per hand, 95% CI [+0.15, +0.82], because random's pongs skip the seats
+  between the discarder and the ponger, which are more often the second one's.
+- ``--seating permute`` (default): every distinct arrangement of every composition over the
+  seats (6 for 3 agents at 3 seats, 24 for 4 agents at 4, 6 for 2 agents at 3, 36 for 3
+  agents at 4). Every agent sits in every seat, and next to every other agent in both orders,
+  equally often; the same test gave -0.06 [-0.27, +0.14].
 
-Seatings that coincide are played once. For ``A > n`` each agent sits out some seatings.
+Seatings that coincide are played once.
 
 Deal ``d`` draws its wall and first dealer from ``numpy.random.default_rng([seed, d])``
 exactly as game ``d`` of ``BatchGame(rules, seed=seed)`` does. Each game is one hand
@@ -109,27 +116,55 @@ _F = {name: i for i, name in enumerate(FIELDS)}
 
 
 # --------------------------------------------------------------------------- seating and deals
+def compositions(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
+    """The seat counts per agent of a fair table, in sorted order: every way of giving each
+    agent ``n // A`` or ``n // A + 1`` seats (``0`` or ``1`` when ``A > n``) that fills the
+    ``n`` seats, so that no agent is favoured by its place in the list."""
+    low, extra = divmod(num_players, num_agents)
+    return sorted(
+        tuple(low + (a in more) for a in range(num_agents))
+        for more in itertools.combinations(range(num_agents), extra)
+    )
+
+
 def seatings(num_agents: int, num_players: int, mode: str = "permute") -> np.ndarray:
     """int ``[R, n]``: the agent index at each seat in each seating (module docstring).
 
-    ``mode="rotate"``: the rotations of ``base``; ``mode="permute"``: every distinct
-    arrangement of ``base`` over the seats (in sorted order).
+    ``mode="rotate"``: the rotations of each composition's round-robin ``base``;
+    ``mode="permute"``: every distinct arrangement of each composition over the seats (in
+    sorted order).
     """
     if num_agents < 1:
         raise ValueError("the arena needs at least one agent")
     if mode not in SEATING_MODES:
         raise ValueError(f"unknown seating mode {mode!r}: allowed {list(SEATING_MODES)}")
-    length = max(num_players, num_agents)
-    base = [j % num_agents for j in range(length)]
-    if mode == "rotate":
-        cands = [tuple(base[(s + r) % length] for s in range(num_players)) for r in range(length)]
-    else:
-        cands = sorted(set(itertools.permutations(base, num_players)))
+    n = num_players
+    cands: list[tuple[int, ...]] = []
+    if mode == "rotate" and num_agents > n:
+        cands = [tuple((s + r) % num_agents for s in range(n)) for r in range(num_agents)]
+    for counts in compositions(num_agents, n) if not cands else []:
+        seats = [a for a in range(num_agents) for _ in range(counts[a])]
+        if mode == "rotate":
+            left, base = list(counts), []
+            while len(base) < n:
+                for a in range(num_agents):
+                    if left[a]:
+                        base.append(a)
+                        left[a] -= 1
+            cands += [tuple(base[(s + r) % n] for s in range(n)) for r in range(n)]
+        else:
+            cands += sorted(set(itertools.permutations(seats)))
     rows: list[tuple[int, ...]] = []
     for row in cands:
         if row not in rows:
             rows.append(row)
     return np.array(rows, dtype=np.int64)
+
+
+def label_order(labels: Sequence[str], specs: Sequence[str]) -> list[int]:
+    """The positions of the agents sorted by label (then spec): the order the arena plays them
+    in, so that the order they were named in changes nothing."""
+    return sorted(range(len(labels)), key=lambda i: (labels[i], specs[i], i))
 
 
 def labels_of(specs: Sequence[str]) -> list[str]:
@@ -475,9 +510,14 @@ def run_arena(
     )
     specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
     labels = list(labels) if labels is not None else labels_of(specs)
+    if len(labels) != len(agents):
+        raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
+    order = label_order(labels, specs)  # played in label order, reported in the given one
     objs = [
-        make_agent(a, seed=[seed, i], rules=rules) if isinstance(a, str) else a
-        for i, a in enumerate(agents)
+        make_agent(agents[k], seed=[seed, i], rules=rules)
+        if isinstance(agents[k], str)
+        else agents[k]
+        for i, k in enumerate(order)
     ]
     ids = np.arange(deals)
     chunks = [Chunk(i, ids[s : s + per_chunk]) for i, s in enumerate(range(0, deals, per_chunk))]
@@ -504,7 +544,8 @@ def run_arena(
             results.append(run_chunk(rules, objs, rotations, seed, c, bar.update, keep_games))
     bar.close()
     results.sort(key=lambda r: int(r["deal_ids"][0]))
-    acc = np.concatenate([r["acc"] for r in results])
+    given = np.argsort(order)  # agent i of the given order was played as agent given[i]
+    acc = np.concatenate([r["acc"] for r in results])[:, given]
     games = None
     if keep_games:
         g = [r["games"] for r in results]
@@ -512,8 +553,16 @@ def run_arena(
             k: (sum((x[k] for x in g), []) if k == "records" else np.concatenate([x[k] for x in g]))
             for k in g[0]
         }
+        games["seat_agent"] = np.asarray(order)[games["seat_agent"]]
     return ArenaResult(
-        labels, specs, rules, seed, rotations, acc, time.perf_counter() - start, games
+        labels,
+        specs,
+        rules,
+        seed,
+        np.asarray(order)[rotations],
+        acc,
+        time.perf_counter() - start,
+        games,
     )
 
 

@@ -101,7 +101,7 @@ def test_traced_play_is_the_arena_s_play(play):
     scores = np.asarray(arena.games["scores"])  # [games, seats]
     h = play.hands.sort_values(["game", "seat"])
     assert (h.score.to_numpy().reshape(scores.shape) == scores).all()
-    assert len(play.records) == 2 * 4 == len(h) // 4
+    assert len(play.records) == 2 * 12 == len(h) // 4  # 12 rotations: each agent doubled in 4
     assert (h.groupby("game").score.sum() == 0).all()
 
 
@@ -141,7 +141,7 @@ def test_item_sources_add_up_to_mean_scores(play):
     beh = behaviour(play)
     assert list(src.index) == list(beh.index) == ["random", "greedy", "rule"]
     assert np.allclose(src["total"], beh["mean_score"])
-    assert list(beh.hands) == [16, 8, 8]  # random holds two seats of four
+    assert list(beh.hands) == [32, 32, 32]  # each agent doubled in a third of the games
     h = play.hands
     assert beh.loc["rule", "win_rate"] == h[h.agent == "rule"].wins.mean()
 

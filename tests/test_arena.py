@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import importlib.util
+import itertools
 import json
 import os
 from collections import Counter
@@ -22,8 +23,10 @@ from zhuoji_env.tiles import format_tiles
 @pytest.mark.parametrize(
     "agents, seats, mode, rows",
     [
-        (3, 4, "permute", 12),
-        (3, 4, "rotate", 4),
+        (3, 4, "permute", 36),
+        (3, 4, "rotate", 12),
+        (2, 3, "permute", 6),
+        (2, 3, "rotate", 6),
         (4, 4, "permute", 24),
         (4, 4, "rotate", 4),
         (2, 4, "permute", 6),
@@ -41,12 +44,27 @@ def test_every_agent_sits_in_every_seat_equally(agents, seats, mode, rows):
     for a in range(agents):
         assert len({c[a] for c in per_seat}) == 1, f"agent {a} is not in every seat equally"
         assert per_seat[0][a] > 0
+    assert len({per_seat[0][a] for a in range(agents)}) == 1, "agents hold unequal shares"
+    if mode == "permute":  # relabelling the agents maps the seatings onto themselves
+        rows_set = {tuple(r) for r in s}
+        for perm in itertools.permutations(range(agents)):
+            assert {tuple(perm[a] for a in r) for r in s} == rows_set
 
 
 def test_rotate_is_the_cyclic_assignment():
     s = seatings(3, 4, "rotate")
-    # base a0 a1 a2 a0, seat s gets base[(s + r) % 4]
-    assert s.tolist() == [[0, 1, 2, 0], [1, 2, 0, 0], [2, 0, 0, 1], [0, 0, 1, 2]]
+    # one agent doubled in turn; base round-robin (a0 a1 a2 a2 for a2 doubled), seat s gets
+    # base[(s + r) % 4]
+    assert s.tolist() == [
+        [0, 1, 2, 2], [1, 2, 2, 0], [2, 2, 0, 1], [2, 0, 1, 2],
+        [0, 1, 2, 1], [1, 2, 1, 0], [2, 1, 0, 1], [1, 0, 1, 2],
+        [0, 1, 2, 0], [1, 2, 0, 0], [2, 0, 0, 1], [0, 0, 1, 2],
+    ]  # fmt: skip
+    assert arena.compositions(3, 4) == [(1, 1, 2), (1, 2, 1), (2, 1, 1)]
+    assert arena.compositions(2, 3) == [(1, 2), (2, 1)]
+    assert arena.compositions(5, 4) == sorted(
+        tuple(int(a != out) for a in range(5)) for out in range(5)
+    )
     assert seatings(4, 4, "rotate").tolist() == [
         [(seat + r) % 4 for seat in range(4)] for r in range(4)
     ]
@@ -68,7 +86,7 @@ def test_the_same_walls_are_replayed_in_every_rotation():
     res = run_arena(["random", "greedy", "rule"], 3, seed=4, progress=False, keep_games=True)
     g = res.games
     rotations = len(res.rotations)
-    assert rotations == 12 and len(g["deal"]) == 3 * rotations
+    assert rotations == 36 and len(g["deal"]) == 3 * rotations
     fresh = BatchGame("guiyang", 3, seed=4, auto_reset=False).state
     for d in range(3):
         rows = np.flatnonzero(g["deal"] == d)
@@ -85,6 +103,62 @@ def test_the_same_walls_are_replayed_in_every_rotation():
         rec = g["records"][i]
         assert compare(rec["result"], replay(rec)) == []
         assert rec["result"]["deltas"] == g["scores"][i].tolist()
+
+
+def check_order_free(specs, players, seating="permute", deals=6):
+    """Every order of ``specs`` gives identical means, margins and seat shares, and every
+    agent holds every seat equally often."""
+    results = [
+        run_arena(
+            list(order),
+            deals,
+            seed=9,
+            rules={"preset": "guiyang", "overrides": {"num_players": players}},
+            progress=False,
+            seating=seating,
+        )
+        for order in itertools.permutations(specs)
+    ]
+    first = results[0].summary()
+    hands = {a: first["agents"][a]["hands"] for a in specs}
+    assert len(set(hands.values())) == 1, f"unequal seat-hands {hands}"
+    for res in results[1:]:
+        s = res.summary()
+        for a in specs:
+            assert s["agents"][a]["mean"] == first["agents"][a]["mean"]
+            assert s["agents"][a]["hands"] == hands[a]
+        for a, b in itertools.combinations(specs, 2):
+            assert res.margin(a, b) == results[0].margin(a, b)
+    per_seat = Counter()
+    for row in results[0].rotations:
+        per_seat.update((seat, results[0].labels[a]) for seat, a in enumerate(row))
+    assert len(set(per_seat.values())) == 1 and len(per_seat) == players * len(specs)
+
+
+@pytest.mark.parametrize(
+    "specs, players",
+    [(["ppo-guiyang", "random"], 3), (["random", "greedy", "rule"], 4), (["rule", "random"], 4)],
+)
+@pytest.mark.parametrize("seating", ["permute", "rotate"])
+@pytest.mark.filterwarnings("ignore:ppo-guiyang was trained under")
+def test_the_order_of_the_agents_changes_no_mean_and_no_margin(specs, players, seating):
+    """Both orders (and every order of three), with a sampling policy and random in the field,
+    so their random streams must follow them."""
+    check_order_free(specs, players, seating)
+
+
+def test_the_order_test_catches_an_unfair_seating(monkeypatch):
+    """The old seating (the first-named agent doubled at a 3-seat table) fails it."""
+    monkeypatch.setattr(arena, "seatings", lambda a, n, mode: np.array([[0, 1, 0], [1, 0, 0]]))
+    with pytest.raises(AssertionError, match="unequal seat-hands"):
+        check_order_free(["greedy", "random"], 3)
+
+
+def test_the_order_test_catches_streams_that_follow_the_position(monkeypatch):
+    """Playing the agents in the order given (random streams by position) fails it."""
+    monkeypatch.setattr(arena, "label_order", lambda labels, specs: list(range(len(labels))))
+    with pytest.raises(AssertionError):
+        check_order_free(["random", "greedy"], 4, deals=4)
 
 
 def test_mean_ci_matches_a_hand_worked_t_interval():
@@ -147,7 +221,7 @@ def test_arena_cli_writes_the_documented_json(tmp_path, capsys):
     assert "pairwise margins" in text and "rule" in text
     data = json.loads(out.read_text())
     assert data["deals"] == 20 and data["seed"] == 1 and data["preset"] == "guiyang"
-    assert data["games"] == 20 * 12 and len(data["seating"]) == 12
+    assert data["games"] == 20 * 36 and len(data["seating"]) == 36
     assert set(data["agents"]) == {"random", "greedy", "rule"}
     keys = {
         "mean",
@@ -166,9 +240,10 @@ def test_arena_cli_writes_the_documented_json(tmp_path, capsys):
         assert keys <= set(a) and len(a["ci95"]) == 2
         assert a["ci95"][0] <= a["mean"] <= a["ci95"][1]
     assert set(data["pairs"]) == {"greedy - random", "rule - random", "rule - greedy"}
-    # zero-sum: random holds two seats per game, the others one
+    # zero-sum: every agent holds the same number of seat-hands (each doubled in a third)
     m = {k: v["mean"] for k, v in data["agents"].items()}
-    assert 2 * m["random"] + m["greedy"] + m["rule"] == pytest.approx(0.0, abs=1e-9)
+    assert {v["hands"] for v in data["agents"].values()} == {20 * 36 * 4 // 3}
+    assert m["random"] + m["greedy"] + m["rule"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_duplicate_agents_three_players_and_workers():

@@ -1,0 +1,496 @@
+"""A rated ladder: ``python -m agents.ladder --agents random,greedy,rule,ppo-guiyang``.
+
+Every pair of agents plays a duplicate arena (:func:`agents.arena.run_arena`: the same deals
+for every pair, every seating of the two over the four seats), and one **rating** per agent is
+fitted to the pairs' paired margins: ``margin(a - b) ≈ rating[a] - rating[b]`` by least squares,
+each pair weighted by the inverse variance of its mean margin, with ``random`` anchored at 0.
+A rating is therefore in the preset's own unit (points per hand; 番 per hand for ``classic``)
+above ``random``, and a difference of two ratings predicts the margin those two agents would
+score against each other. The 95% intervals come from a bootstrap over deals: the deals are
+resampled together for every pair (they are the same deals, so the pairs' errors correlate),
+and the fit is redone on each resample.
+
+Why this fit rather than Elo or TrueSkill: the arena measures margins in points, which are
+additive and nearly Gaussian over many deals; Elo and TrueSkill reduce each game to a win or a
+loss, discard how much was won, and depend on the order the games are fed in. The least-squares
+fit of paired margins is the maximum-likelihood rating under Gaussian noise (the Thurstone
+model for continuous outcomes; with two agents it is just their margin). How well one number
+per agent explains the pairs is reported too: each pair's residual (observed minus predicted
+margin) and a chi-square of them, large when the agents are not transitive.
+
+A **protocol** fixes everything but the agents, so two papers' numbers compare:
+``--protocol zhuoji-bench-v1`` (:data:`PROTOCOLS`) is 4 players, 2,000 deals per pair of seed
+4001, every seating (``permute``), bootstrap of 2,000 resamples, ``random`` at 0, with random,
+greedy, rule and the preset's shipped policy always in the field. A new agent joins with
+``--plugin MODULE --agents mine`` (the module registers ``mine`` with
+:func:`agents.register_agent`); ``--reuse LADDER.json`` takes the pairs of a published ladder
+that were played under the same protocol by the same agents (a shipped policy's checkpoint
+must have the same sha256) instead of playing them again.
+
+Output: the table in Markdown on stdout, ``--json FILE`` (format ``zhuoji-ladder-1``, with every
+pair's per-deal score sums so that a later run can reuse them) and ``--markdown FILE``; neither
+is written over an existing file without ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.arena import _F, _unwritable, labels_of, mean_ci, run_arena, standard_json
+from agents.registry import SHIPPED_POLICIES
+from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.rules import Rules, parse_switches
+
+FORMAT = "zhuoji-ladder-1"
+ANCHOR = "random"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Everything a ladder fixes except the agents it rates."""
+
+    presets: tuple[str, ...]  # the presets the protocol is played under, one ladder each
+    deals: int  # deals per pair
+    seed: int  # the arena seed: every pair plays deals 0..deals-1 of it
+    seating: str  # the arena's seating mode
+    num_players: int  # seats at the table
+    field: tuple[str, ...]  # agents always rated; "{preset}" names the preset
+    bootstrap: int  # bootstrap resamples of the deals for the intervals
+
+
+PROTOCOLS = {
+    "zhuoji-bench-v1": Protocol(
+        presets=("guiyang", "app", "classic"),
+        deals=2000,
+        seed=4001,
+        seating="permute",
+        num_players=4,
+        field=("random", "greedy", "rule", "ppo-{preset}"),
+        bootstrap=2000,
+    )
+}
+"""Named protocols (module docstring). A protocol is never changed once published: a new one
+gets a new name."""
+
+
+# --------------------------------------------------------------------------- the fit
+def design(pairs: Sequence[tuple[int, int]], num_agents: int) -> np.ndarray:
+    """float ``[P, A]``: row ``p`` is +1 at the pair's first agent and -1 at its second, so
+    ``design @ ratings`` is each pair's predicted margin (first minus second)."""
+    x = np.zeros((len(pairs), num_agents))
+    for p, (a, b) in enumerate(pairs):
+        x[p, a] += 1.0
+        x[p, b] -= 1.0
+    return x
+
+
+def fit_ratings(
+    pairs: Sequence[tuple[int, int]],
+    margins: np.ndarray,
+    variances: np.ndarray,
+    num_agents: int,
+    anchor: int,
+) -> np.ndarray:
+    """Ratings ``[A]`` with ``ratings[anchor] == 0`` minimising
+    ``sum_p (margins[p] - (r[a_p] - r[b_p]))**2 / variances[p]``.
+
+    The pairs must connect every agent to the anchor (else the ratings are not determined)."""
+    x = design(pairs, num_agents)
+    keep = [a for a in range(num_agents) if a != anchor]
+    w = 1.0 / np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 1e-12))
+    sol, _, rank, _ = np.linalg.lstsq(x[:, keep] * w[:, None], np.asarray(margins) * w, rcond=None)
+    if rank < len(keep):
+        raise ValueError("the pairs do not connect every agent to the anchor")
+    out = np.zeros(num_agents)
+    out[keep] = sol
+    return out
+
+
+@dataclass
+class PairResult:
+    """One pair's arena, as the ladder keeps it: per deal, each agent's score sum and hands."""
+
+    a: str  # label of the first agent
+    b: str  # label of the second agent
+    score_a: np.ndarray  # int64 [D]: a's total score in the deal (all its seats and seatings)
+    score_b: np.ndarray  # int64 [D]
+    hands_a: np.ndarray  # int64 [D]: a's seat-hands in the deal
+    hands_b: np.ndarray  # int64 [D]
+    seconds: float = 0.0  # wall time of its arena (0 for a reused pair)
+    reused: bool = False
+
+    def per_deal(self) -> np.ndarray:
+        """float ``[D]``: the paired margin ``a - b`` of each deal (points per hand)."""
+        return self.score_a / self.hands_a - self.score_b / self.hands_b
+
+    def to_json(self) -> dict[str, Any]:
+        m, lo, hi = mean_ci(self.per_deal())
+        return {
+            "a": self.a,
+            "b": self.b,
+            "deals": int(self.score_a.size),
+            "margin": m,
+            "ci95": [lo, hi],
+            "sd_per_deal": float(self.per_deal().std(ddof=1)),
+            "seconds": round(self.seconds, 1),
+            "score_a": self.score_a.tolist(),
+            "score_b": self.score_b.tolist(),
+            "hands_a": self.hands_a.tolist(),
+            "hands_b": self.hands_b.tolist(),
+        }
+
+    def swapped(self) -> PairResult:
+        """The same games seen from ``b``'s side."""
+        return PairResult(
+            self.b, self.a, self.score_b, self.score_a, self.hands_b, self.hands_a, 0, self.reused
+        )
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> PairResult:
+        arrays = {k: np.asarray(row[k], dtype=np.int64) for k in SUMS}
+        if len({v.shape for v in arrays.values()}) != 1 or arrays["score_a"].ndim != 1:
+            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: per-deal lists differ")
+        if (arrays["hands_a"] < 1).any() or (arrays["hands_b"] < 1).any():
+            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: a deal without hands")
+        return cls(str(row["a"]), str(row["b"]), reused=True, **arrays)
+
+
+SUMS = ("score_a", "score_b", "hands_a", "hands_b")
+
+
+@dataclass
+class Ladder:
+    """Ratings fitted to the pairs (module docstring)."""
+
+    labels: list[str]
+    specs: list[str]
+    pairs: list[PairResult]
+    anchor: str
+    ratings: np.ndarray  # float [A]
+    ci95: np.ndarray  # float [A, 2]: bootstrap percentiles
+    bootstrap: int
+
+    def predicted(self, a: str, b: str) -> float:
+        return float(self.ratings[self.labels.index(a)] - self.ratings[self.labels.index(b)])
+
+    def residuals(self) -> list[float]:
+        return [float(p.per_deal().mean()) - self.predicted(p.a, p.b) for p in self.pairs]
+
+    def chi2(self) -> tuple[float, int]:
+        """Sum of squared standardised residuals, and its degrees of freedom (pairs - agents
+        + 1): about dof when one rating per agent explains every pair."""
+        z = [
+            r / (p.per_deal().std(ddof=1) / math.sqrt(p.per_deal().size))
+            for r, p in zip(self.residuals(), self.pairs, strict=True)
+        ]
+        return float(np.sum(np.square(z))), len(self.pairs) - len(self.labels) + 1
+
+    def order(self) -> list[int]:
+        return sorted(range(len(self.labels)), key=lambda i: -self.ratings[i])
+
+    def markdown(self, title: str = "") -> str:
+        unit = "番 per hand" if "classic" in title else "points per hand"
+        lines = [f"#### {title}", ""] if title else []
+        lines += [
+            f"| rank | agent | rating ({unit}, {self.anchor} = 0) | 95% interval |",
+            "|---:|---|---:|---|",
+        ]
+        for rank, i in enumerate(self.order(), 1):
+            lo, hi = self.ci95[i]
+            lines.append(
+                f"| {rank} | `{self.labels[i]}` | {self.ratings[i]:+.2f} | [{lo:+.2f}, {hi:+.2f}] |"
+            )
+        chi2, dof = self.chi2()
+        worst = max(zip(self.residuals(), self.pairs, strict=True), key=lambda t: abs(t[0]))
+        lines += [
+            "",
+            f"{len(self.pairs)} pairs x {self.pairs[0].score_a.size} deals; fit chi-square "
+            f"{chi2:.1f} on {dof} degrees of freedom; largest residual {worst[0]:+.2f} "
+            f"(`{worst[1].a}` - `{worst[1].b}`).",
+        ]
+        return "\n".join(lines)
+
+
+def fit_ladder(
+    labels: Sequence[str],
+    specs: Sequence[str],
+    pairs: Sequence[PairResult],
+    anchor: str = ANCHOR,
+    bootstrap: int = 2000,
+    seed: int = 0,
+) -> Ladder:
+    """Fit the ratings and their bootstrap intervals (module docstring). Pairs of different
+    numbers of deals are resampled each on its own; pairs of the same deals, together."""
+    labels = list(labels)
+    if anchor not in labels:
+        raise ValueError(f"the anchor {anchor!r} is not among the agents {labels}")
+    if not pairs:
+        raise ValueError("a ladder needs at least one pair")
+    idx = [(labels.index(p.a), labels.index(p.b)) for p in pairs]
+    per_deal = [p.per_deal() for p in pairs]
+    if any(d.size < 2 for d in per_deal):
+        raise ValueError("every pair needs at least 2 deals (the fit weighs pairs by variance)")
+
+    def fit(rows: list[np.ndarray]) -> np.ndarray:
+        means = np.array([d.mean() for d in rows])
+        var = np.array([d.var(ddof=1) / d.size for d in rows])
+        return fit_ratings(idx, means, var, len(labels), labels.index(anchor))
+
+    ratings = fit(per_deal)
+    rng = np.random.default_rng(seed)
+    boots = np.empty((bootstrap, len(labels)))
+    for k in range(bootstrap):
+        draws: dict[int, np.ndarray] = {}
+        rows = []
+        for d in per_deal:
+            if d.size not in draws:
+                draws[d.size] = rng.integers(0, d.size, d.size)
+            rows.append(d[draws[d.size]])
+        boots[k] = fit(rows)
+    ci = (
+        np.percentile(boots, [2.5, 97.5], axis=0).T
+        if bootstrap
+        else np.full((len(labels), 2), np.nan)
+    )
+    return Ladder(labels, list(specs), list(pairs), anchor, ratings, ci, bootstrap)
+
+
+# --------------------------------------------------------------------------- playing
+def fingerprint(spec: str) -> str | None:
+    """The sha256 of a shipped policy's checkpoint (``ppo-guiyang[:...]``), else None: what
+    must match for a published pair to be reused."""
+    name = spec.split(":")[0]
+    if name in SHIPPED_POLICIES:
+        from agents.ppo import provenance
+
+        return provenance(name)["sha256"]
+    return None
+
+
+def play_pairs(
+    specs: Sequence[str],
+    labels: Sequence[str],
+    rules: Rules,
+    deals: int,
+    seed: int,
+    seating: str,
+    workers: int = 1,
+    reuse: dict[tuple[str, str], PairResult] | None = None,
+    progress: bool = False,
+    log=print,
+) -> list[PairResult]:
+    """Every pair's arena (or its reused result), in the order of the agents."""
+    out = []
+    for i, j in itertools.combinations(range(len(specs)), 2):
+        key = (specs[i], specs[j])
+        old = (reuse or {}).get(key)
+        if old is not None:
+            out.append(PairResult(labels[i], labels[j], *[getattr(old, k) for k in SUMS], 0, True))
+            log(f"{labels[i]} - {labels[j]}: reused")
+            continue
+        res = run_arena(
+            [specs[i], specs[j]],
+            deals,
+            seed=seed,
+            rules=rules,
+            workers=workers,
+            progress=progress,
+            labels=[labels[i], labels[j]],
+            seating=seating,
+        )
+        sums = res.acc[..., _F["score"]], res.acc[..., _F["hands"]]
+        pair = PairResult(
+            labels[i], labels[j], sums[0][:, 0], sums[0][:, 1], sums[1][:, 0], sums[1][:, 1]
+        )
+        pair.seconds = res.seconds
+        m, lo, hi = mean_ci(pair.per_deal())
+        log(f"{labels[i]} - {labels[j]}: {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({res.seconds:.0f} s)")
+        out.append(pair)
+    return out
+
+
+def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
+    """The pairs of a ladder JSON played under the same rules, deals, seed and seating, by
+    agents whose fingerprints still match: ``{(spec_a, spec_b): PairResult}``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--reuse {path!r}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"--reuse {path!r}: not a {FORMAT} file")
+    same = {
+        "rules": {"preset": rules.preset, "overrides": rules.overrides},
+        "deals": deals,
+        "seed": seed,
+        "seating": seating,
+    }
+    for key, want in same.items():
+        if data.get(key) != want:
+            raise ValueError(
+                f"--reuse {path!r}: its {key} is {data.get(key)!r}, this ladder's is {want!r}"
+            )
+    agents = {a["label"]: a for a in data.get("agents", [])}
+    out = {}
+    for row in data.get("pairs", []):
+        a, b = agents.get(row.get("a")), agents.get(row.get("b"))
+        if a is None or b is None:
+            raise ValueError(f"--reuse {path!r}: pair {row.get('a')} - {row.get('b')} unknown")
+        if any(fingerprint(x["spec"]) != x.get("sha256") for x in (a, b)):
+            continue  # a shipped policy changed since: play the pair again
+        pair = PairResult.from_json(row)
+        out[(a["spec"], b["spec"])] = pair
+        out[(b["spec"], a["spec"])] = pair.swapped()
+    return out
+
+
+def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra):
+    pairs = []
+    for p, fitted in zip(ladder.pairs, ladder.residuals(), strict=True):
+        row = p.to_json()
+        row["predicted"] = ladder.predicted(p.a, p.b)
+        row["residual"] = fitted
+        pairs.append(row)
+    chi2, dof = ladder.chi2()
+    return standard_json(
+        {
+            "format": FORMAT,
+            **extra,
+            "rules": {"preset": rules.preset, "overrides": rules.overrides},
+            "deals": deals,
+            "seed": seed,
+            "seating": seating,
+            "anchor": {"agent": ladder.anchor, "rating": 0.0},
+            "fit": {
+                "method": "weighted least squares of paired margins; bootstrap over deals",
+                "bootstrap": ladder.bootstrap,
+                "chi2": chi2,
+                "dof": dof,
+            },
+            "agents": [
+                {
+                    "label": ladder.labels[i],
+                    "spec": ladder.specs[i],
+                    "sha256": fingerprint(ladder.specs[i]),
+                    "rank": rank,
+                    "rating": float(ladder.ratings[i]),
+                    "ci95": [float(x) for x in ladder.ci95[i]],
+                }
+                for rank, i in enumerate(ladder.order(), 1)
+            ],
+            "pairs": pairs,
+        }
+    )
+
+
+# --------------------------------------------------------------------------- command line
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.ladder",
+        description="Rate agents by one number each, fitted to duplicate arenas of every pair.",
+    )
+    parser.add_argument("--agents", default="", help="comma-separated specs to rate")
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help="fix the presets, deals, seed, seating and field (module docstring)",
+    )
+    parser.add_argument("--preset", help="one preset (default guiyang; a protocol plays all)")
+    parser.add_argument("--set", action="append", default=[], metavar="SWITCH=VALUE")
+    parser.add_argument("--deals", type=int, help="deals per pair (default 1000)")
+    parser.add_argument("--seed", type=int, help="the arena seed (default 0)")
+    parser.add_argument("--seating", choices=("permute", "rotate"), help="default permute")
+    parser.add_argument("--bootstrap", type=int, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--reuse", action="append", default=[], metavar="LADDER.json")
+    parser.add_argument("--json", metavar="FILE", help="{preset} in FILE names the preset")
+    parser.add_argument("--markdown", metavar="FILE", help="{preset} in FILE names the preset")
+    parser.add_argument("--force", action="store_true", help="replace existing output files")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    proto = PROTOCOLS.get(args.protocol) if args.protocol else None
+    if proto is not None:
+        fixed = {"--deals": args.deals, "--seed": args.seed, "--seating": args.seating}
+        fixed |= {"--bootstrap": args.bootstrap, "--set": args.set or None}
+        given = [k for k, v in fixed.items() if v is not None]
+        if given:
+            parser.error(
+                f"--protocol {args.protocol} fixes {', '.join(given)}; drop them (or drop "
+                "--protocol and say every setting yourself)"
+            )
+        if args.preset is not None and args.preset not in proto.presets:
+            parser.error(
+                f"--preset {args.preset!r}: --protocol {args.protocol} plays {list(proto.presets)}"
+            )
+    presets = [args.preset] if args.preset else list(proto.presets) if proto else ["guiyang"]
+    deals = proto.deals if proto else args.deals if args.deals is not None else 1000
+    seed = proto.seed if proto else args.seed if args.seed is not None else 0
+    seating = proto.seating if proto else args.seating or "permute"
+    boot = proto.bootstrap if proto else args.bootstrap if args.bootstrap is not None else 2000
+    if deals < 2 or seed < 0 or boot < 0 or args.workers < 1:
+        parser.error("--deals must be >= 2, --seed and --bootstrap >= 0, --workers >= 1")
+    for flag, value in (("--json", args.json), ("--markdown", args.markdown)):
+        if value and len(presets) > 1 and "{preset}" not in value:
+            parser.error(f"{flag} {value!r}: put {{preset}} in it, one file per preset")
+        for preset in presets if value else []:
+            path = Path(value.replace("{preset}", preset))
+            problem = _unwritable(str(path))
+            if problem:
+                parser.error(f"{flag} {str(path)!r}: {problem}")
+            if path.exists() and not args.force:
+                parser.error(f"{flag} {str(path)!r} exists: another name, or --force")
+    for module in args.plugin:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+    given_specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    if not proto and len(given_specs) < 2:
+        parser.error("--agents needs at least two specs (or a --protocol, whose field is rated)")
+    for preset in presets:
+        field = [f.format(preset=preset) for f in proto.field] if proto else []
+        specs = field + [s for s in given_specs if s not in field]
+        if ANCHOR not in specs:
+            parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
+        labels = labels_of(specs)
+        try:
+            rules = Rules.make(preset, **parse_switches(args.set))
+            if proto and rules.num_players != proto.num_players:
+                raise ValueError(f"the protocol seats {proto.num_players} players")
+            reuse: dict = {}
+            for path in args.reuse:
+                reuse |= reusable(path.replace("{preset}", preset), rules, deals, seed, seating)
+            start = time.perf_counter()
+            pairs = play_pairs(
+                specs, labels, rules, deals, seed, seating, args.workers, reuse,
+                progress=not args.no_progress, log=lambda m: print(m, file=sys.stderr),
+            )  # fmt: skip
+            ladder = fit_ladder(labels, specs, pairs, ANCHOR, boot)
+        except ValueError as exc:
+            parser.error(str(exc))
+        title = f"{args.protocol or 'ladder'}, {preset}"
+        table = ladder.markdown(title)
+        print(table)
+        extra = {"protocol": args.protocol, "seconds": round(time.perf_counter() - start, 1)}
+        if args.json:
+            body = json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)
+            write_text_atomic(args.json.replace("{preset}", preset), body + "\n")
+        if args.markdown:
+            write_text_atomic(args.markdown.replace("{preset}", preset), table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

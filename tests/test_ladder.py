@@ -1,0 +1,163 @@
+"""The rated ladder: the fit recovers known ratings, the protocol command, reuse, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from agents import ladder
+from agents.ladder import PairResult, fit_ladder, fit_ratings
+
+TRUE = {"random": 0.0, "greedy": 4.0, "rule": 7.5, "mine": 6.0}
+
+
+def synthetic_pairs(deals=2000, sd=3.5, seed=0, true=TRUE) -> list[PairResult]:
+    """Per-deal score sums whose paired margins are ``true[a] - true[b]`` plus noise shared by
+    deal (a deal's luck moves every pair's margin together, as the same walls do)."""
+    rng = np.random.default_rng(seed)
+    names = list(true)
+    luck = rng.normal(0, sd, (deals, len(names)))
+    hands = np.full(deals, 12)
+    out = []
+    for i, j in itertools.combinations(range(len(names)), 2):
+        margin = true[names[i]] - true[names[j]] + luck[:, i] - luck[:, j]
+        score_a = np.round(margin * 6).astype(np.int64)  # a scores +m/2, b -m/2, 12 hands each
+        out.append(PairResult(names[i], names[j], score_a, -score_a, hands, hands))
+    return out
+
+
+def recovery_error(pairs, true=TRUE) -> float:
+    fit = fit_ladder(list(true), list(true), pairs, "random", bootstrap=200)
+    for k, name in enumerate(true):
+        lo, hi = fit.ci95[k]
+        assert lo - 0.05 <= true[name] <= hi + 0.05, (name, true[name], lo, hi)
+    return float(np.abs(fit.ratings - np.array(list(true.values()))).max())
+
+
+def test_the_fit_recovers_known_ratings_on_synthetic_results():
+    assert recovery_error(synthetic_pairs()) < 0.15
+    # only a chain of pairs (each agent meets one other): still determined
+    chain = [p for p in synthetic_pairs(seed=1) if (p.a, p.b) in {("random", "greedy"),
+             ("greedy", "rule"), ("rule", "mine")}]  # fmt: skip
+    assert recovery_error(chain) < 0.3
+
+
+def test_the_recovery_test_catches_a_planted_sign_error(monkeypatch):
+    real = ladder.design
+    monkeypatch.setattr(ladder, "design", lambda pairs, n: -real(pairs, n))
+    with pytest.raises(AssertionError):
+        recovery_error(synthetic_pairs())
+
+
+def test_the_fit_of_exact_margins_is_exact_and_weighs_by_variance():
+    # three agents, transitive margins: exact; an intransitive triangle splits by weight
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    r = fit_ratings(pairs, np.array([-2.0, -5.0, -3.0]), np.ones(3), 3, anchor=0)
+    assert r == pytest.approx([0.0, 2.0, 5.0])
+    r = fit_ratings(pairs, np.array([-2.0, -5.0, 0.0]), np.array([1e-6, 1e-6, 1.0]), 3, 0)
+    assert r == pytest.approx([0.0, 2.0, 5.0], abs=1e-4)  # the noisy pair yields
+    with pytest.raises(ValueError, match="do not connect every agent to the anchor"):
+        fit_ratings([(0, 1)], np.array([1.0]), np.ones(1), 3, anchor=0)
+
+
+def test_pair_margins_residuals_and_chi_square_from_hand_built_sums():
+    # deal margins: (6/12 - -6/12) = 1.0 and (0/12 - 12/12) = -1.0
+    p = PairResult("a", "b", np.array([6, 0]), np.array([-6, 12]), np.full(2, 12), np.full(2, 12))
+    assert p.per_deal().tolist() == [1.0, -1.0]
+    q = p.swapped()
+    assert (q.a, q.b) == ("b", "a") and q.per_deal().tolist() == [-1.0, 1.0]
+    fit = fit_ladder(["a", "b"], ["a", "b"], [p], anchor="a", bootstrap=0)
+    assert fit.ratings.tolist() == [0.0, 0.0] and fit.residuals() == [0.0]
+    assert fit.chi2() == (0.0, 0)
+    with pytest.raises(ValueError, match="anchor 'random' is not among"):
+        fit_ladder(["a", "b"], ["a", "b"], [p])
+    with pytest.raises(ValueError, match="at least 2 deals"):
+        one = PairResult("a", "b", *(np.ones(1, dtype=np.int64),) * 4)
+        fit_ladder(["a", "b"], ["a", "b"], [one], anchor="a")
+
+
+@pytest.fixture
+def small_protocol(monkeypatch):
+    """zhuoji-bench-v1 at smoke-test sizes (the real one is 2,000 deals a pair, 3 presets)."""
+    small = dataclasses.replace(
+        ladder.PROTOCOLS["zhuoji-bench-v1"],
+        presets=("guiyang",),
+        deals=3,
+        bootstrap=20,
+        field=("random", "greedy", "rule"),
+    )
+    monkeypatch.setitem(ladder.PROTOCOLS, "zhuoji-bench-v1", small)
+    return small
+
+
+PLUGIN = """
+from agents import register_agent
+from agents.simple import GreedyAgent
+register_agent("mine", lambda arg, seed=None, rules=None: GreedyAgent(seed=seed), replace=True)
+"""
+
+
+def test_the_protocol_command_with_a_plugin_and_reuse(small_protocol, tmp_path, monkeypatch,
+                                                      capsys):  # fmt: skip
+    (tmp_path / "ladder_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "bench-{preset}.json"
+    md = tmp_path / "bench-{preset}.md"
+    base = ["--protocol", "zhuoji-bench-v1", "--no-progress"]
+    assert ladder.main([*base, "--json", str(out), "--markdown", str(md)]) == 0
+    first = json.loads((tmp_path / "bench-guiyang.json").read_text())
+    assert first["format"] == "zhuoji-ladder-1" and first["protocol"] == "zhuoji-bench-v1"
+    assert first["deals"] == 3 and first["seed"] == small_protocol.seed
+    assert [a["label"] for a in first["agents"]][-1] == "random"  # weakest, at 0
+    assert len(first["pairs"]) == 3
+    assert "| 1 | `rule` |" in (tmp_path / "bench-guiyang.md").read_text()
+    capsys.readouterr()
+    again = tmp_path / "again-{preset}.json"
+    argv = [*base, "--plugin", "ladder_plugin", "--agents", "mine", "--json", str(again)]
+    assert ladder.main([*argv, "--reuse", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("reused") == 3 and "mine" in err
+    second = json.loads((tmp_path / "again-guiyang.json").read_text())
+    assert len(second["pairs"]) == 6
+    old = {(p["a"], p["b"]): p for p in first["pairs"]}
+    for p in second["pairs"]:
+        if (p["a"], p["b"]) in old:
+            assert p["score_a"] == old[p["a"], p["b"]]["score_a"]
+    # the reused pairs equal playing them again
+    replay = tmp_path / "replay-{preset}.json"
+    assert ladder.main([*argv, "--json", str(replay)]) == 0
+    third = json.loads((tmp_path / "replay-guiyang.json").read_text())
+    assert [a["rating"] for a in third["agents"]] == [a["rating"] for a in second["agents"]]
+    sys.modules.pop("ladder_plugin", None)
+
+
+def test_bad_ladder_commands_say_what_is_wrong(small_protocol, tmp_path, capsys):
+    def error(argv):
+        with pytest.raises(SystemExit) as exc:
+            ladder.main(argv)
+        assert exc.value.code == 2
+        return capsys.readouterr().err
+
+    assert "fixes --deals" in error(["--protocol", "zhuoji-bench-v1", "--deals", "5"])
+    assert "must include 'random'" in error(["--agents", "greedy,rule", "--deals", "3"])
+    assert "at least two specs" in error(["--agents", "rule"])
+    assert "cannot import" in error(["--agents", "random,rule", "--plugin", "no_such_mod_x"])
+    taken = tmp_path / "x.json"
+    taken.write_text("{}")
+    msg = error(["--agents", "random,rule", "--deals", "3", "--json", str(taken)])
+    assert "exists" in msg and "--force" in msg
+    assert "not a zhuoji-ladder-1 file" in error(
+        ["--agents", "random,rule", "--deals", "3", "--reuse", str(taken)]
+    )
+    good = tmp_path / "good.json"
+    assert ladder.main(["--agents", "random,rule", "--deals", "3", "--json", str(good)]) == 0
+    capsys.readouterr()
+    assert "its seed is 0, this ladder's is 5" in error(
+        ["--agents", "random,rule", "--deals", "3", "--seed", "5", "--reuse", str(good)]
+    )
+    assert "plays ['guiyang']" in error(["--protocol", "zhuoji-bench-v1", "--preset", "app"])
