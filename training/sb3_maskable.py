@@ -16,6 +16,7 @@ naming it.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +61,13 @@ class Args:
     opponent: str = "rule"
     """agent spec playing the other seats (rule, greedy, random, ppo:PATH, ...)"""
     total_timesteps: int = 50_000
-    """decisions of the learner to train on"""
+    """decisions of the learner to train on (the most: --time-limit may stop it earlier)"""
+    time_limit: float = 0.0
+    """minutes of training after which learning stops at the end of a rollout (0: none)"""
+    net_arch: str = "64,64"
+    """widths of the hidden layers of the policy and of the value network (SB3's default)"""
+    norm_reward: bool = False
+    """divide rewards by a running standard deviation of the returns (SB3's VecNormalize)"""
     n_envs: int = 64
     """games played in parallel"""
     n_steps: int = 128
@@ -105,6 +112,7 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
         args,
         {
             "total_timesteps": INT_POSITIVE,
+            "time_limit": NON_NEGATIVE,
             "n_envs": INT_POSITIVE,
             "n_steps": INT_POSITIVE,
             "batch_size": (lambda v: INT_POSITIVE[0](v) and v >= 2, "an integer >= 2"),
@@ -117,6 +125,7 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
             "verbose": (lambda v: v in (0, 1, 2), "0, 1 or 2"),
         },
     )
+    layers(args.net_arch)
     if args.n_envs * args.n_steps < 2:
         raise FlagError(
             f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
@@ -179,6 +188,37 @@ def make_env(args: Args, rules: Rules):
     raise ValueError(f"--env must be 'vec' or 'single', got {args.env!r}")
 
 
+def layers(net_arch: str) -> list[int]:
+    """The widths ``--net-arch`` names; a FlagError if it is not 1-4 widths in 1..4096."""
+    try:
+        widths = [int(w) for w in net_arch.split(",")]
+    except ValueError:
+        widths = []
+    if not 1 <= len(widths) <= 4 or not all(1 <= w <= 4096 for w in widths):
+        raise FlagError(
+            f"--net-arch {net_arch!r}: must be 1 to 4 comma-separated widths in 1..4096, "
+            "e.g. 64,64 or 256,256"
+        )
+    return widths
+
+
+def stop_after(minutes: float):
+    """An SB3 callback that ends ``learn`` at the first rollout that starts past ``minutes``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StopAfter(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.deadline = time.monotonic() + 60 * minutes
+
+        def _on_rollout_start(self) -> None:
+            self.stop = time.monotonic() >= self.deadline
+
+        def _on_step(self) -> bool:
+            return not self.stop
+
+    return StopAfter()
+
+
 def train(args: Args) -> dict:
     """Train, save and evaluate; every flag is checked first (:func:`check_args`)."""
     rules, device = check_args(args)
@@ -186,9 +226,15 @@ def train(args: Args) -> dict:
 
     torch.set_num_threads(args.torch_threads)
     env = make_env(args, rules)
+    if args.norm_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=args.gamma)
+    width = layers(args.net_arch)
     model = MaskablePPO(
         "MlpPolicy",
         env,
+        policy_kwargs={"net_arch": {"pi": width, "vf": width}},
         n_steps=args.n_steps,
         batch_size=args.batch_size,
         learning_rate=args.lr,
@@ -198,7 +244,11 @@ def train(args: Args) -> dict:
         verbose=args.verbose,
         device=device,
     )
-    model.learn(total_timesteps=args.total_timesteps)
+    start = time.monotonic()
+    callback = stop_after(args.time_limit) if args.time_limit else None
+    model.learn(total_timesteps=args.total_timesteps, callback=callback)
+    seconds = time.monotonic() - start
+    print(f"trained {model.num_timesteps:,} decisions in {seconds:.0f} s")
     out = Path(args.out_dir)
 
     def save(tmp: Path) -> None:
@@ -216,7 +266,12 @@ def train(args: Args) -> dict:
         margin, ci = res.margin("sb3", opp)
         results[opp] = {"margin": margin, "ci95": ci}
     print(f"saved {out / MODEL}; margins {json.dumps(results)}")
-    return {"model": str(out / MODEL), "eval": results}
+    return {
+        "model": str(out / MODEL),
+        "decisions": int(model.num_timesteps),
+        "seconds": seconds,
+        "eval": results,
+    }
 
 
 PROG = "python -m training.sb3_maskable"
