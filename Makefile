@@ -56,7 +56,7 @@ free_run = run="$(RUN)"; if [ -z "$$run" ]; then run=runs/$(1); n=2; \
 	while [ -e "$$run" ]; do run=runs/$(1)-$$n; n=$$((n + 1)); done; fi; \
 	echo "make $(1): the run goes to $$run"
 
-# The best one-hour recipe measured here (README, "Trained policies and learning results"):
+# The best one-hour recipe measured here (docs/results.md):
 # clone rule, then 48 minutes of PPO on the v2 observation and rule's advice (--rule-hint) in
 # two data-parallel processes, the update in bfloat16 where the CPU has bf16 units (about 51
 # minutes on two cores), then the arena against rule by sampling and by argmax.
@@ -68,7 +68,7 @@ hour: venv
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2033 && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt:greedy,rule" --deals 2000 --seed 2033
 
-# Learning without a teacher (README, "Trained policies and learning results"): 55 minutes of
+# Learning without a teacher (docs/results.md): 55 minutes of
 # self-play PPO from scratch on two cores, then the arena against greedy and rule.
 scratch: venv
 	@$(call free_run,scratch); set -x; \
