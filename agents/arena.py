@@ -186,6 +186,58 @@ def deal_walls(seed: int, deal_ids: np.ndarray, num_players: int):
 
 
 # --------------------------------------------------------------------------- playing
+class StableWall:
+    """The stable draw wall (``--wall stable``): each seat draws the tiles it would have drawn
+    had no claim or kong changed the order of turns, so a pong in one seating does not hand
+    every later tile to a different seat than in another seating.
+
+    Seat ``s``'s ``k``-th live draw takes the tile dealt at wall position ``start + k * n +
+    (s - first) % n`` (``first`` the seat after the dealer, who draws first), if that tile is
+    still in the live wall (a replacement draw from the back may have taken it; then the draw
+    takes the front tile as usual). Before each step the wanted tile is swapped with the one at
+    the front of the live wall, where the next live draw (always by the seat after the turn
+    seat) takes it. Only undrawn tiles move, so the final ``st.wall`` replays the hand exactly
+    under RULES.md, and which undrawn position is revealed depends on positions alone, never on
+    tiles, so every draw is still uniform over the unseen tiles: the games are distributed as
+    the shared wall's (the expected scores are the same; only their pairing across seatings
+    changes)."""
+
+    def __init__(self, st: State, num_players: int):
+        b = st.batch_size
+        self.n = num_players
+        self.where = np.tile(np.arange(NUM_TILES), (b, 1))  # dealt position at each wall index
+        self.index = self.where.copy()  # wall index of each dealt position
+        self.count = np.zeros((b, num_players), dtype=np.int64)  # live draws per seat
+        self.front = st.front.astype(np.int64)  # the front before the last step
+        self.start = st.front.astype(np.int64)  # the first live draw's position
+        self.first = (st.dealer.astype(np.int64) + 1) % num_players
+
+    def before_step(self, st: State, live: np.ndarray) -> None:
+        """Count the live draws of the last step, then put the next drawer's tile in front."""
+        front = st.front[live].astype(np.int64)
+        drew = front > self.front[live]
+        self.count[live[drew], st.turn_seat[live[drew]]] += 1
+        self.front[live] = front
+        seat = (st.turn_seat[live].astype(np.int64) + 1) % self.n
+        pos = (
+            self.start[live] + self.count[live, seat] * self.n + (seat - self.first[live]) % self.n
+        )
+        ok = pos < NUM_TILES
+        g, pos, front = live[ok], pos[ok], front[ok]
+        cur = self.index[g, pos]
+        move = (cur > front) & (cur <= st.back[g])
+        g, cur, front = g[move], cur[move], front[move]
+        st.wall[g, front], st.wall[g, cur] = st.wall[g, cur], st.wall[g, front]
+        was = self.where[g, front]
+        self.where[g, front], self.where[g, cur] = self.where[g, cur], was
+        self.index[g, self.where[g, front]] = front
+        self.index[g, was] = cur
+
+
+WALLS = ("shared", "stable")
+"""The arena's wall modes: ``shared`` (RULES.md's one wall) or ``stable`` (:class:`StableWall`)."""
+
+
 def play_games(
     rules: Rules,
     agents: Sequence[Agent],
@@ -193,15 +245,22 @@ def play_games(
     dealers: np.ndarray,
     seat_agent: np.ndarray,
     on_hands: Callable[[int], None] | None = None,
+    wall: str = "shared",
 ) -> State:
     """Play one hand in each game (``seat_agent[g, seat]`` = index into ``agents``) to its
-    end; returns the final batched state."""
-    st = core.deal(rules, walls, dealers, 0)
+    end; returns the final batched state (with ``wall="stable"``, its ``wall`` the order the
+    tiles were drawn in: :class:`StableWall`)."""
+    if wall not in WALLS:
+        raise ValueError(f"unknown wall mode {wall!r}: allowed {list(WALLS)}")
+    st = core.deal(rules, np.array(walls), dealers, 0)
+    stable = StableWall(st, rules.num_players) if wall == "stable" else None
     actions = np.full(len(walls), -1, dtype=np.int64)
     while True:
         live = np.flatnonzero(st.phase != OVER)
         if not live.size:
             return st
+        if stable is not None:
+            stable.before_step(st, live)
         actions[:] = -1
         mask = st.mask[live]
         actor = st.actor[live].astype(np.int64)
@@ -268,6 +327,7 @@ def run_chunk(
     chunk: Chunk,
     on_hands=None,
     keep: bool = False,
+    wall: str = "shared",
 ) -> dict[str, Any]:
     """Play a chunk; returns per (deal, agent) sums ``acc [D, A, FIELDS]`` (rows in
     ``chunk.deal_ids`` order) and, with ``keep``, the games themselves."""
@@ -276,7 +336,7 @@ def run_chunk(
         agent.reseed([seed, i, chunk.index])
     walls, dealers, deal, rot = _chunk_games(chunk, rotations, seed, n)
     seat_agent = rotations[rot]
-    st = play_games(rules, agents, walls, dealers, seat_agent, on_hands)
+    st = play_games(rules, agents, walls, dealers, seat_agent, on_hands, wall)
     stats = game_stats(st)
     d_local = np.repeat(np.arange(len(chunk.deal_ids)), len(rotations))
     acc = np.zeros((len(chunk.deal_ids), len(agents), len(FIELDS)), dtype=np.int64)
@@ -444,18 +504,18 @@ class ArenaResult:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(rules, pickled_agents, rotations, seed):
+def _worker_init(rules, pickled_agents, rotations, seed, wall):
     agents = pickle.loads(pickled_agents)
     if any(getattr(a, "uses_torch", False) for a in agents):
         import torch
 
         torch.set_num_threads(1)  # one process per core already
-    _WORKER.update(rules=rules, agents=agents, rotations=rotations, seed=seed)
+    _WORKER.update(rules=rules, agents=agents, rotations=rotations, seed=seed, wall=wall)
 
 
 def _worker_run(chunk: Chunk):
     w = _WORKER
-    return run_chunk(w["rules"], w["agents"], w["rotations"], w["seed"], chunk)
+    return run_chunk(w["rules"], w["agents"], w["rotations"], w["seed"], chunk, wall=w["wall"])
 
 
 CHUNK_BYTES = 256
@@ -488,6 +548,7 @@ def run_arena(
     keep_games: bool = False,
     labels: Sequence[str] | None = None,
     seating: str = "permute",
+    wall: str = "shared",
 ) -> ArenaResult:
     """Play ``deals`` deals x every seating; ``agents`` are specs or :class:`Agent` objects.
 
@@ -500,6 +561,8 @@ def run_arena(
     """
     if isinstance(deals, bool) or not isinstance(deals, (int, np.integer)) or deals < 1:
         raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
+    if wall not in WALLS:
+        raise ValueError(f"unknown wall mode {wall!r}: allowed {list(WALLS)}")
     rules = Rules.make(rules)
     n = rules.num_players
     rotations = seatings(len(agents), n, seating)
@@ -535,13 +598,13 @@ def run_arena(
             ) from exc
         # fresh interpreters (not forks): a forked process hangs once torch has started threads
         ctx = mp.get_context("spawn")
-        with ctx.Pool(workers, _worker_init, (rules, pickled, rotations, seed)) as pool:
+        with ctx.Pool(workers, _worker_init, (rules, pickled, rotations, seed, wall)) as pool:
             for res in pool.imap_unordered(_worker_run, chunks):
                 results.append(res)
                 bar.update(len(res["deal_ids"]) * len(rotations))
     else:
         for c in chunks:
-            results.append(run_chunk(rules, objs, rotations, seed, c, bar.update, keep_games))
+            results.append(run_chunk(rules, objs, rotations, seed, c, bar.update, keep_games, wall))
     bar.close()
     results.sort(key=lambda r: int(r["deal_ids"][0]))
     given = np.argsort(order)  # agent i of the given order was played as agent given[i]
@@ -563,6 +626,7 @@ def run_arena(
         acc,
         time.perf_counter() - start,
         games,
+        {"wall": wall},
     )
 
 
@@ -663,6 +727,13 @@ def main(argv: list[str] | None = None) -> int:
         "rotate: only the cyclic rotations",
     )
     parser.add_argument(
+        "--wall",
+        default="shared",
+        choices=WALLS,
+        help="shared: RULES.md's one wall (default); stable: each seat draws the tiles it would "
+        "have drawn without claims, for lower-variance comparisons (module docstring)",
+    )
+    parser.add_argument(
         "--json",
         metavar="FILE",
         help="write the summary as JSON (never over a file, unless --force)",
@@ -712,6 +783,7 @@ def main(argv: list[str] | None = None) -> int:
             args.workers,
             progress=not args.no_progress,
             seating=args.seating,
+            wall=args.wall,
         )
     except ValueError as e:
         parser.error(str(e))

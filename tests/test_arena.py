@@ -6,6 +6,7 @@ import errno
 import importlib.util
 import itertools
 import json
+import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -374,3 +375,101 @@ def test_json_summary_is_standard_json_with_one_deal(tmp_path):
 
     summary = json.loads(out.read_text(), parse_constant=refuse)
     assert summary["agents"]["random"]["ci95"] == [None, None]
+
+
+# --------------------------------------------------------------------------- the stable wall
+def stable_game_draws(deals: int, seed: int):
+    """Play rule in every seat on the stable wall, one step at a time as ``play_games`` does,
+    and list every live draw made before the first replacement draw: (game, seat, its count
+    of earlier live draws, the tile drawn), with the dealt walls."""
+    from agents import make_agent
+    from zhuoji_env.engine import core
+    from zhuoji_env.engine.state import OVER
+    from zhuoji_env.observation import encode
+
+    rules = arena.Rules.make("guiyang")
+    walls, dealers = arena.deal_walls(seed, np.arange(deals), 4)
+    st = core.deal(rules, walls.copy(), dealers, 0)
+    stable = arena.StableWall(st, 4)
+    rule = make_agent("rule", seed=0)
+    back0 = st.back.copy()
+    counts = np.zeros((deals, 4), dtype=np.int64)
+    draws = []
+    while (st.phase != OVER).any():
+        live = np.flatnonzero(st.phase != OVER)
+        stable.before_step(st, live)
+        front = st.front.copy()
+        actions = np.full(deals, -1)
+        actions[live] = rule.act(encode(st, live, st.actor[live].astype(np.int64)), st.mask[live])
+        core.step(rules, st, actions)
+        for g in live[st.front[live] > front[live]]:
+            seat = int(st.turn_seat[g])
+            if st.back[g] == back0[g]:  # no replacement draw yet: every wanted tile is there
+                draws.append((int(g), seat, int(counts[g, seat]), int(st.drawn[g])))
+            counts[g, seat] += 1
+    return walls, dealers, st, draws
+
+
+def test_stable_wall_seats_draw_their_own_sub_wall_across_claims():
+    walls, dealers, st, draws = stable_game_draws(40, seed=3)
+    start = 13 * 4 + 1
+    first = (dealers.astype(np.int64) + 1) % 4
+    moved = 0
+    for g, seat, k, tile in draws:
+        want = start + k * 4 + (seat - first[g]) % 4
+        if want >= 108:  # a seat drawing past its share takes the front tile
+            continue
+        assert tile == walls[g, want], (g, seat, k)
+        moved += st.wall[g, want] != walls[g, want]
+    assert len(draws) > 1000 and moved > 50  # claims did reorder the wall, and draws followed
+    # only undrawn tiles moved: the deal is untouched and the wall holds the same tiles
+    assert (st.wall[:, :start] == walls[:, :start]).all()
+    assert (np.sort(st.wall, 1) == np.sort(walls, 1)).all()
+
+
+def test_stable_wall_games_replay_under_the_rules_and_match_shared_ones_without_claims():
+    from zhuoji_env.engine import core
+    from zhuoji_env.engine.records import parse, result_of
+
+    kw = dict(seed=6, progress=False, keep_games=True)
+    stable = run_arena(["rule", "greedy"], 12, wall="stable", **kw)
+    shared = run_arena(["rule", "greedy"], 12, **kw)
+    assert stable.summary()["wall"] == "stable" and shared.summary()["wall"] == "shared"
+    for i, rec in enumerate(stable.games["records"]):
+        assert compare(rec["result"], replay(rec)) == []  # RULES.md's engine, its final wall
+        assert rec["result"]["deltas"] == stable.games["scores"][i].tolist()
+    differ = sum(
+        a["wall"] != b["wall"]
+        for a, b in zip(stable.games["records"], shared.games["records"], strict=True)
+    )
+    assert differ > 20
+    # a shared hand without claims, played again move for move on the stable wall, is the same
+    # hand: no tile ever moves
+    quiet = 0
+    for rec in shared.games["records"]:
+        if any(a[1] in ("pong", "kong") for a in rec["actions"]):
+            continue
+        rules, wall, dealer, streak, moves = parse(rec)
+        st = core.deal(rules, wall[None].copy(), np.array([dealer]), streak)
+        stable_wall = arena.StableWall(st, rules.num_players)
+        for _, action in moves:
+            stable_wall.before_step(st, np.array([0]))
+            core.step(rules, st, np.array([action]))
+        assert (st.wall[0] == wall).all() and compare(rec["result"], result_of(st, 0)) == []
+        quiet += 1
+    assert quiet > 3
+    with pytest.raises(ValueError, match=r"unknown wall mode 'split': allowed \['shared'"):
+        run_arena(["rule", "greedy"], 2, wall="split", progress=False)
+
+
+def test_stable_wall_keeps_the_order_and_size_of_known_margins():
+    """rule > greedy > random under both walls, margins within sampling error of each other."""
+    res = {
+        w: run_arena(["random", "greedy", "rule"], 60, seed=8, wall=w, progress=False)
+        for w in arena.WALLS
+    }
+    for a, b in [("rule", "greedy"), ("greedy", "random")]:
+        (m1, ci1), (m2, ci2) = res["shared"].margin(a, b), res["stable"].margin(a, b)
+        assert ci1[0] > 0 and ci2[0] > 0
+        se = math.hypot(ci1[1] - ci1[0], ci2[1] - ci2[0]) / (2 * 1.96)
+        assert abs(m1 - m2) < 4 * se
