@@ -1,14 +1,26 @@
-"""The notebooks run, fast, and are committed with their outputs.
+"""The notebooks run, fast, and are committed with their outputs at their analysis sizes.
 
-Each notebook in ``notebooks/`` is executed with nbclient in a fresh kernel (working folder
-``notebooks/``, this checkout first on the import path) with its small default parameters; a
+Each notebook in ``notebooks/`` has a ``# Parameters`` cell whose values are its **analysis
+sizes** (what its committed outputs show), and prints the sizes it ran with in the code cell
+that follows (``This run: ...``). The tests execute each notebook with nbclient in a fresh
+kernel (working folder ``notebooks/``, this checkout first on the import path) at its **small**
+sizes (:data:`SMALL`), set in a cell injected after the parameter cell, as papermill does; a
 parameter naming a file the notebook writes is set to a file already there, as on a rerun,
-which must be kept. The tests never write a notebook. ``python tests/test_notebooks.py``
-executes them and writes them back with their outputs (do that after editing one, so that it
-reads on GitHub): each whole or not at all, and only when no cell raised, so that a failed run
-leaves the committed notebook as it was.
+which must be kept. The tests never write a notebook, and check without running them that the
+committed outputs were made at the analysis sizes.
+
+``python tests/test_notebooks.py [--small] [NOTEBOOK ...]`` (``make notebooks``) executes the
+notebooks (or those named: a path, a file name, or a prefix such as ``02``) at their analysis
+sizes, or with ``--small`` at the test's, and writes them back with their outputs: each whole
+or not at all, and only when no cell raised, so that a failed run leaves the committed notebook
+as it was. A ``--small`` run keeps its injected cell (tagged ``injected-parameters``) in the
+notebook, so that what it shows is plain; every run drops such a cell before it starts.
 """
 
+import argparse
+import ast
+import contextlib
+import io
 import os
 import sys
 import time
@@ -22,19 +34,84 @@ from zhuoji_env.fileio import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-TIME_LIMIT = 150.0  # seconds per notebook; about 30-60 on two idle cores
+TIME_LIMIT = 150.0  # seconds per notebook at SMALL sizes; about 30-60 on two idle cores
 MAX_BYTES = 1_000_000
+INJECTED = "injected-parameters"  # the tag of an injected cell, as papermill's
+SMALL = {
+    "01_environment_tour.ipynb": {},  # no sizes: it always runs as committed
+    "02_baselines.ipynb": {"DEALS": 6, "TRACE_DEALS": 2},
+    "03_policy_analysis.ipynb": {"DEALS": 6},
+    "04_bring_your_own_agent.ipynb": {
+        "ARENA_DEALS": 2,
+        "LADDER_DEALS": 4,
+        "BOOTSTRAP": 100,
+        "TRACE_DEALS": 3,
+    },
+}
+"""Per notebook, the parameters the test suite sets (the rest keep their analysis values)."""
 WRITES = {"03_policy_analysis.ipynb": "VIEWER_PAGE"}
 """The parameter that names a file a notebook writes (None by default: a temporary folder)."""
 
 
+def parameter_cell(book: nbformat.NotebookNode) -> int:
+    """The index of the notebook's ``# Parameters`` code cell (``ValueError`` if none)."""
+    for i, c in enumerate(book.cells):
+        if c.cell_type == "code" and c.source.startswith("# Parameters"):
+            return i
+    raise ValueError("no code cell starting with '# Parameters'")
+
+
+def defaults(book: nbformat.NotebookNode) -> dict:
+    """The values the parameter cell assigns (literals only; nothing is executed)."""
+    values = {}
+    for node in ast.parse(book.cells[parameter_cell(book)].source).body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            raise ValueError(f"the parameter cell may only assign literals: {ast.unparse(node)}")
+        target = node.targets[0]
+        if not isinstance(target, ast.Name):
+            raise ValueError(f"the parameter cell assigns to {ast.unparse(target)}")
+        try:
+            values[target.id] = ast.literal_eval(node.value)
+        except ValueError:
+            raise ValueError(
+                f"the parameter cell may only assign literals: {ast.unparse(node)}"
+            ) from None
+    return values
+
+
+def without_injected(book: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``book`` without the cells an earlier run injected."""
+    book.cells = [c for c in book.cells if INJECTED not in c.metadata.get("tags", [])]
+    return book
+
+
 def with_parameters(book: nbformat.NotebookNode, values: dict) -> nbformat.NotebookNode:
     """``book`` with a cell setting ``values`` after its ``# Parameters`` cell (as papermill
-    injects parameters)."""
-    where = next(i for i, c in enumerate(book.cells) if c.source.startswith("# Parameters"))
-    lines = "".join(f"{name} = {value!r}\n" for name, value in values.items())
-    book.cells.insert(where + 1, nbformat.v4.new_code_cell(lines))
+    injects parameters), tagged ``injected-parameters``."""
+    where = parameter_cell(book)
+    lines = [f"{name} = {value!r}" for name, value in values.items()]
+    cell = nbformat.v4.new_code_cell(  # formatted as ruff formats: no trailing newline
+        "\n".join(["# Parameters injected by tests/test_notebooks.py (small sizes)", *lines]),
+        metadata={"tags": [INJECTED]},
+    )
+    book.cells.insert(where + 1, cell)
     return book
+
+
+def run_line_cell(book: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The code cell after the parameter cell (and any injected one): it prints the sizes."""
+    later = book.cells[parameter_cell(book) + 1 :]
+    return next(
+        c for c in later if c.cell_type == "code" and INJECTED not in c.metadata.get("tags", [])
+    )
+
+
+def run_line(book: nbformat.NotebookNode, values: dict) -> str:
+    """What the ``This run:`` cell prints with parameter ``values`` (it uses nothing else)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(run_line_cell(book).source, {"__builtins__": __builtins__, **values})
+    return out.getvalue()
 
 
 def errors_of(book: nbformat.NotebookNode) -> list:
@@ -60,10 +137,13 @@ def write_back(book: nbformat.NotebookNode, path: Path) -> None:
     write_text_atomic(path, text if text.endswith("\n") else text + "\n")
 
 
-def execute(path: Path, parameters: dict | None = None) -> tuple[nbformat.NotebookNode, float]:
-    """Run a notebook in a fresh kernel (with ``parameters`` set after its own); returns it
-    with its outputs and the seconds taken."""
-    book = nbformat.read(path, as_version=4)
+def execute(
+    path: Path, parameters: dict | None = None, timeout: int | None = 300
+) -> tuple[nbformat.NotebookNode, float]:
+    """Run a notebook in a fresh kernel (with ``parameters`` set after its own; an earlier
+    run's injected cell is dropped first); returns it with its outputs and the seconds taken.
+    ``timeout``: seconds per cell (None: no limit)."""
+    book = without_injected(nbformat.read(path, as_version=4))
     if parameters:
         book = with_parameters(book, parameters)
     env_path = os.environ.get("PYTHONPATH", "")
@@ -72,7 +152,7 @@ def execute(path: Path, parameters: dict | None = None) -> tuple[nbformat.Notebo
         start = time.perf_counter()
         NotebookClient(
             book,
-            timeout=300,
+            timeout=timeout,
             kernel_name="python3",
             resources={"metadata": {"path": str(path.parent)}},
         ).execute()
@@ -81,12 +161,29 @@ def execute(path: Path, parameters: dict | None = None) -> tuple[nbformat.Notebo
         os.environ["PYTHONPATH"] = env_path
 
 
-def test_there_are_three_notebooks():
+def test_there_are_four_notebooks_each_with_small_sizes():
     assert [p.name for p in NOTEBOOKS] == [
         "01_environment_tour.ipynb",
         "02_baselines.ipynb",
         "03_policy_analysis.ipynb",
+        "04_bring_your_own_agent.ipynb",
     ]
+    assert sorted(SMALL) == [p.name for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_parameter_cell_holds_the_analysis_sizes(path):
+    book = nbformat.read(path, as_version=4)
+    values = defaults(book)  # raises without a '# Parameters' cell of literals
+    names = set(SMALL[path.name]) | ({WRITES[path.name]} if path.name in WRITES else set())
+    assert names <= set(values), f"not parameters of {path.name}: {names - set(values)}"
+    for name, small in SMALL[path.name].items():  # the small sizes are smaller
+        assert isinstance(small, int) and small < values[name], name
+    assert run_line_cell(book).source.lstrip().startswith("print(")
+    line = run_line(book, values)
+    assert line.startswith("This run: ") and line.count("\n") == 1, line
+    if SMALL[path.name]:  # derived from the parameters: a small run says so
+        assert run_line(book, {**values, **SMALL[path.name]}) != line
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -99,16 +196,31 @@ def test_committed_with_outputs_and_small(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_at_analysis_sizes(path):
+    """The committed outputs were made with the parameter cell's values (``make notebooks``),
+    not the test's small ones: the ``This run:`` line shows them."""
+    book = nbformat.read(path, as_version=4)
+    injected = [c for c in book.cells if INJECTED in c.metadata.get("tags", [])]
+    shown = "".join(o.get("text", "") for o in run_line_cell(book).outputs)
+    assert not injected and shown == run_line(book, defaults(book)), (
+        f"{path.name} shows {shown.strip()!r}: run make notebooks"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_runs(path, tmp_path):
     earlier = tmp_path / "page.html"
     earlier.write_text("an earlier run's page")
     parameters = {WRITES[path.name]: str(earlier)} if path.name in WRITES else {}
+    parameters |= SMALL[path.name]
     committed = path.read_bytes()
     book, seconds = execute(path, parameters)
     assert not errors_of(book)
     assert seconds < TIME_LIMIT, f"{path.name} took {seconds:.0f} s"
     assert path.read_bytes() == committed
-    if parameters:  # a rerun keeps the file it wrote before, and writes beside it
+    shown = "".join(o.get("text", "") for o in run_line_cell(book).outputs)
+    assert shown == run_line(book, {**defaults(book), **parameters})  # it says what it ran
+    if path.name in WRITES:  # a rerun keeps the file it wrote before, and writes beside it
         assert earlier.read_text() == "an earlier run's page"
         assert (tmp_path / "page-2.html").read_bytes().startswith(b"<!DOCTYPE html>")
 
@@ -129,15 +241,74 @@ def test_write_back_is_whole_and_refuses_a_failed_run(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["book.ipynb"]  # no temporary left
 
 
-if __name__ == "__main__":
+def test_injected_parameters_and_the_run_line(tmp_path):
+    """A small write-back keeps its tagged injected cell; the next run drops it before its own
+    (analysis sizes: none), so sizes never stack; the run line is read from the cell after."""
+    book = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("# Parameters\nDEALS = 100"),
+            nbformat.v4.new_code_cell('print(f"This run: {DEALS} deals")'),
+        ]
+    )
+    assert defaults(book) == {"DEALS": 100}
+    small = with_parameters(book, {"DEALS": 2})
+    assert [c.source.splitlines()[-1] for c in small.cells] == [
+        "DEALS = 100",
+        "DEALS = 2",
+        'print(f"This run: {DEALS} deals")',
+    ]
+    assert run_line(small, {"DEALS": 2}) == "This run: 2 deals\n"
+    path = tmp_path / "book.ipynb"
+    write_back(small, path)
+    again = without_injected(nbformat.read(path, as_version=4))
+    assert [c.source for c in again.cells] == [
+        c.source for c in small.cells if c is not small.cells[1]
+    ]
+    bad = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("# Parameters\nN = len([])")])
+    with pytest.raises(ValueError, match="literal"):
+        defaults(bad)
+
+
+def chosen(names: list[str]) -> list[Path]:
+    """The notebooks named on the command line: paths, file names or prefixes (``02``)."""
+    if not names:
+        return NOTEBOOKS
+    out = []
+    for name in names:
+        hits = [p for p in NOTEBOOKS if p.name.startswith(Path(name).name)]
+        if len(hits) != 1:
+            raise SystemExit(
+                f"{name!r} names {len(hits)} notebooks of {[p.name for p in NOTEBOOKS]}"
+            )
+        out += hits
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python tests/test_notebooks.py",
+        description="Execute the notebooks at their analysis sizes (the values of their "
+        "parameter cells) and write them back with their outputs.",
+    )
+    parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="e.g. 02 (default all)")
+    parser.add_argument(
+        "--small", action="store_true", help="the test suite's small sizes instead (SMALL)"
+    )
+    args = parser.parse_args(argv)
     failed = []
-    for p in NOTEBOOKS if len(sys.argv) < 2 else [Path(a).resolve() for a in sys.argv[1:]]:
-        nb, sec = execute(p)
+    for p in chosen(args.notebooks):
+        values = SMALL[p.name] if args.small else {}
+        nb, sec = execute(p, values, timeout=300 if args.small else None)
         try:
             write_back(nb, p)
         except RuntimeError as exc:
             print(exc, file=sys.stderr)
             failed.append(p.name)
             continue
-        print(f"{p.name}: {sec:.0f} s, {p.stat().st_size:,} bytes")
-    sys.exit(1 if failed else 0)
+        sizes = "small" if args.small else "analysis"
+        print(f"{p.name}: {sizes} sizes, {sec:.0f} s, {p.stat().st_size:,} bytes")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
