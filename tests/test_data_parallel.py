@@ -200,15 +200,18 @@ def test_clone_term_in_the_first_process_only_keeps_the_processes_in_step(tmp_pa
     assert all(r["train"]["loss/clone"] > 0 for r in out["updates"])
 
 
-def _failing_process(args: Args, rank: int, store: str) -> None:
+def _failing_process(args: Args, place) -> None:
     """A process that joins the group and then fails, as a bug in its share would."""
-    from training.ppo_selfplay import _join_group
+    from training import ppo_selfplay
 
-    _join_group(rank, args.processes, store)
-    raise ValueError("planted failure")
+    def fail(*args, **kwargs):
+        raise ValueError("planted failure")
+
+    ppo_selfplay.run = fail  # in this process only: it was spawned
+    ppo_selfplay.data_parallel(args, place)
 
 
-def _dying_process(args: Args, rank: int, store: str) -> None:
+def _dying_process(args: Args, place) -> None:
     """A process that fails before it joins the group, as a broken import would."""
     raise ImportError("planted failure while starting")
 
@@ -218,20 +221,23 @@ def test_a_process_dying_before_it_joins_ends_the_run_at_once(tmp_path, monkeypa
 
     monkeypatch.setattr(ppo_selfplay, "_other_process", _dying_process)
     start = time.perf_counter()
-    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+    with pytest.raises(RuntimeError) as exc:
         train(_small(tmp_path / "run"))
-    assert "process 1 exited (code 1) before joining the group" in str(exc.value)
+    assert str(exc.value) == (
+        "data-parallel training stopped: process 1 (node 0) exited with code 1 before joining "
+        "the run"
+    )
     assert time.perf_counter() - start < 120  # not the 5 minutes of the join timeout
     assert not list((tmp_path / "run").glob("*.pt"))
 
 
-def _first_other_dying(args: Args, rank: int, store: str) -> None:
+def _first_other_dying(args: Args, place) -> None:
     """Process 1 fails while starting; the others join as healthy processes do."""
-    from training.ppo_selfplay import _join_group
+    from training.ppo_selfplay import data_parallel
 
-    if rank == 1:
+    if place.rank == 1:
         raise ImportError("planted failure while starting")
-    _join_group(rank, args.processes, store)
+    data_parallel(args, place)
 
 
 def test_with_three_processes_the_healthy_one_is_stopped_not_blamed(tmp_path, monkeypatch):
@@ -239,7 +245,7 @@ def test_with_three_processes_the_healthy_one_is_stopped_not_blamed(tmp_path, mo
 
     monkeypatch.setattr(ppo_selfplay, "_other_process", _first_other_dying)
     start = time.perf_counter()
-    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+    with pytest.raises(RuntimeError, match="process 1 .node 0. exited with code 1") as exc:
         train(_small(tmp_path / "run", processes=3, num_envs=12))
     assert "process 2" not in str(exc.value)  # waiting to join, stopped: not a failure
     assert time.perf_counter() - start < 60  # not a minute's join per waiting process
@@ -249,9 +255,12 @@ def test_a_failing_process_stops_the_run_and_is_named(tmp_path, monkeypatch):
     from training import ppo_selfplay
 
     monkeypatch.setattr(ppo_selfplay, "_other_process", _failing_process)
-    with pytest.raises(RuntimeError, match="process 1 exit code 1") as exc:
+    with pytest.raises(RuntimeError) as exc:
         train(_small(tmp_path / "run"))
-    assert "data-parallel training failed: process 0 raised" in str(exc.value)
+    assert str(exc.value) == (
+        "data-parallel training stopped: process 1 (node 0) raised ValueError: planted failure "
+        "(exit code 1)"
+    )
     assert not list((tmp_path / "run").glob("*.pt"))
 
 
