@@ -200,26 +200,26 @@ def test_clone_term_in_the_first_process_only_keeps_the_processes_in_step(tmp_pa
     assert all(r["train"]["loss/clone"] > 0 for r in out["updates"])
 
 
-def _failing_process(args: Args, place) -> None:
+def _failing_process(args: Args, place, job) -> None:
     """A process that joins the group and then fails, as a bug in its share would."""
-    from training import ppo_selfplay
+    from training import distributed, ppo_selfplay
 
     def fail(*args, **kwargs):
         raise ValueError("planted failure")
 
     ppo_selfplay.run = fail  # in this process only: it was spawned
-    ppo_selfplay.data_parallel(args, place)
+    distributed.data_parallel(args, place, job)
 
 
-def _dying_process(args: Args, place) -> None:
+def _dying_process(args: Args, place, job) -> None:
     """A process that fails before it joins the group, as a broken import would."""
     raise ImportError("planted failure while starting")
 
 
 def test_a_process_dying_before_it_joins_ends_the_run_at_once(tmp_path, monkeypatch):
-    from training import ppo_selfplay
+    from training import distributed
 
-    monkeypatch.setattr(ppo_selfplay, "_other_process", _dying_process)
+    monkeypatch.setattr(distributed, "_other_process", _dying_process)
     start = time.perf_counter()
     with pytest.raises(RuntimeError) as exc:
         train(_small(tmp_path / "run"))
@@ -231,19 +231,19 @@ def test_a_process_dying_before_it_joins_ends_the_run_at_once(tmp_path, monkeypa
     assert not list((tmp_path / "run").glob("*.pt"))
 
 
-def _first_other_dying(args: Args, place) -> None:
+def _first_other_dying(args: Args, place, job) -> None:
     """Process 1 fails while starting; the others join as healthy processes do."""
-    from training.ppo_selfplay import data_parallel
+    from training.distributed import data_parallel
 
     if place.rank == 1:
         raise ImportError("planted failure while starting")
-    data_parallel(args, place)
+    data_parallel(args, place, job)
 
 
 def test_with_three_processes_the_healthy_one_is_stopped_not_blamed(tmp_path, monkeypatch):
-    from training import ppo_selfplay
+    from training import distributed
 
-    monkeypatch.setattr(ppo_selfplay, "_other_process", _first_other_dying)
+    monkeypatch.setattr(distributed, "_other_process", _first_other_dying)
     start = time.perf_counter()
     with pytest.raises(RuntimeError, match="process 1 .node 0. exited with code 1") as exc:
         train(_small(tmp_path / "run", processes=3, num_envs=12))
@@ -252,9 +252,9 @@ def test_with_three_processes_the_healthy_one_is_stopped_not_blamed(tmp_path, mo
 
 
 def test_a_failing_process_stops_the_run_and_is_named(tmp_path, monkeypatch):
-    from training import ppo_selfplay
+    from training import distributed
 
-    monkeypatch.setattr(ppo_selfplay, "_other_process", _failing_process)
+    monkeypatch.setattr(distributed, "_other_process", _failing_process)
     with pytest.raises(RuntimeError) as exc:
         train(_small(tmp_path / "run"))
     assert str(exc.value) == (

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from agents.ppo import PolicyNet, load_checkpoint
-from training import ppo_selfplay
+from training import distributed, ppo_selfplay
 from training.learner import Batch, ppo_update
 from training.ppo_selfplay import Args, train
 
@@ -252,7 +252,7 @@ def test_a_frozen_node_stops_the_other_within_a_minute(tmp_path):
     finally:
         os.kill(nodes[1].pid, signal.SIGCONT)
     ((code1, _, err1),) = _finish(nodes[1])
-    assert ppo_selfplay.SILENT < stopped < 60
+    assert distributed.SILENT < stopped < 60
     says = (
         "data-parallel training stopped: process 1 (node 1) has sent no heartbeat for 30 s: "
         "its process is frozen, or its machine or network is down"
@@ -363,12 +363,12 @@ def test_nodes_on_several_machines_need_an_address_gloo_can_be_reached_at(tmp_pa
     monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
     args = Args(nnodes=2, master_addr="node0.example", out_dir=str(tmp_path / "run"))
     with pytest.raises(ppo_selfplay.FlagError, match="set GLOO_SOCKET_IFNAME to the network"):
-        ppo_selfplay.launch(args)
+        distributed.launch(args)
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth0")
-    assert ppo_selfplay.launch(args).size == 2
+    assert distributed.launch(args).size == 2
     monkeypatch.delenv("GLOO_SOCKET_IFNAME")
     resolve["this-machine"] = "10.0.0.2"
-    assert ppo_selfplay.launch(args).holds_store
+    assert distributed.launch(args).holds_store
 
 
 def test_processes_refuse_a_cuda_device_on_several_nodes(tmp_path, monkeypatch):
