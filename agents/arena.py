@@ -112,7 +112,8 @@ FIELDS = (
     "dou",
     "baoting",
 )
-_F = {name: i for i, name in enumerate(FIELDS)}
+FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
+"""The column of each statistic in the arena's per (deal, agent) sums."""
 
 
 # --------------------------------------------------------------------------- seating and deals
@@ -343,7 +344,7 @@ def run_chunk(
     rows = np.broadcast_to(d_local[:, None], seat_agent.shape).ravel()
     cols = seat_agent.ravel()
     for name, value in stats.items():
-        np.add.at(acc[..., _F[name]], (rows, cols), value.ravel())
+        np.add.at(acc[..., FIELD_INDEX[name]], (rows, cols), value.ravel())
     out: dict[str, Any] = {"deal_ids": chunk.deal_ids, "acc": acc}
     if keep:
         out["games"] = {
@@ -402,7 +403,7 @@ class ArenaResult:
     def deal_scores(self) -> np.ndarray:
         """float ``[D, A]``: each agent's mean score per hand in each deal."""
         a = self.acc
-        return a[..., _F["score"]] / np.maximum(a[..., _F["hands"]], 1)
+        return a[..., FIELD_INDEX["score"]] / np.maximum(a[..., FIELD_INDEX["hands"]], 1)
 
     def margin(self, a: str, b: str) -> tuple[float, list[float]]:
         """Mean score per hand of agent ``a`` minus agent ``b``, paired by deal, and its 95%
@@ -418,22 +419,22 @@ class ArenaResult:
         agents = {}
         for i, label in enumerate(self.labels):
             t = tot[i]
-            hands = max(t[_F["hands"]], 1.0)
+            hands = max(t[FIELD_INDEX["hands"]], 1.0)
             m, lo, hi = mean_ci(per_deal[:, i])
             agents[label] = {
                 "spec": self.specs[i],
                 "mean": m,
                 "ci95": [lo, hi],
-                "hands": int(t[_F["hands"]]),
-                "win_rate": t[_F["wins"]] / hands,
-                "self_draw_rate": t[_F["self_draws"]] / hands,
-                "deal_in_rate": t[_F["deal_ins"]] / hands,
-                "win_value": t[_F["hu_value"]] / max(t[_F["wins"]], 1.0),
-                "kongs_per_hand": t[_F["kongs"]] / hands,
-                "chickens_per_hand": t[_F["chickens"]] / hands,
-                "dou_per_hand": t[_F["dou"]] / hands,
-                "baoting_rate": t[_F["baoting"]] / hands,
-                "draw_rate": t[_F["draws"]] / hands,
+                "hands": int(t[FIELD_INDEX["hands"]]),
+                "win_rate": t[FIELD_INDEX["wins"]] / hands,
+                "self_draw_rate": t[FIELD_INDEX["self_draws"]] / hands,
+                "deal_in_rate": t[FIELD_INDEX["deal_ins"]] / hands,
+                "win_value": t[FIELD_INDEX["hu_value"]] / max(t[FIELD_INDEX["wins"]], 1.0),
+                "kongs_per_hand": t[FIELD_INDEX["kongs"]] / hands,
+                "chickens_per_hand": t[FIELD_INDEX["chickens"]] / hands,
+                "dou_per_hand": t[FIELD_INDEX["dou"]] / hands,
+                "baoting_rate": t[FIELD_INDEX["baoting"]] / hands,
+                "draw_rate": t[FIELD_INDEX["draws"]] / hands,
             }
         pairs = {}
         for j in range(len(self.labels)):
@@ -447,7 +448,7 @@ class ArenaResult:
                     "significant": bool(lo > 0 or hi < 0),
                 }
         games = len(self.rotations) * self.deals
-        all_hands = tot[:, _F["hands"]].sum()
+        all_hands = tot[:, FIELD_INDEX["hands"]].sum()
         return {
             "agents": agents,
             "pairs": pairs,
@@ -459,7 +460,7 @@ class ArenaResult:
             "seed": self.seed,
             "specs": list(self.specs),
             "seating": [[self.labels[a] for a in row] for row in self.rotations],
-            "draw_rate": float(tot[:, _F["draws"]].sum() / max(all_hands, 1.0)),
+            "draw_rate": float(tot[:, FIELD_INDEX["draws"]].sum() / max(all_hands, 1.0)),
             "seconds": self.seconds,
             **self.extra,
         }
@@ -675,7 +676,7 @@ def _progress(total: int, on: bool):
 
 
 # --------------------------------------------------------------------------- CLI
-def _unwritable(path: str) -> str | None:
+def unwritable(path: str) -> str | None:
     """Why a file cannot be written at ``path`` (checked before a long run), or None."""
     p = Path(path)
     if p.is_dir():
@@ -757,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1 or args.chunk < 1:
         parser.error("--workers and --chunk must be >= 1")
     if args.json:
-        json_problem = _unwritable(args.json)
+        json_problem = unwritable(args.json)
         if json_problem:
             parser.error(f"--json {args.json!r}: {json_problem}")
         if os.path.lexists(args.json) and not args.force:

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.arena import _F, _unwritable, labels_of, mean_ci, run_arena, standard_json
+from agents.arena import FIELD_INDEX, labels_of, mean_ci, run_arena, standard_json, unwritable
 from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
@@ -310,7 +310,7 @@ def play_pairs(
             labels=[labels[i], labels[j]],
             seating=seating,
         )
-        sums = res.acc[..., _F["score"]], res.acc[..., _F["hands"]]
+        sums = res.acc[..., FIELD_INDEX["score"]], res.acc[..., FIELD_INDEX["hands"]]
         pair = PairResult(
             labels[i], labels[j], sums[0][:, 0], sums[0][:, 1], sums[1][:, 0], sums[1][:, 1]
         )
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{flag} {value!r}: put {{preset}} in it, one file per preset")
         for preset in presets if value else []:
             path = Path(value.replace("{preset}", preset))
-            problem = _unwritable(str(path))
+            problem = unwritable(str(path))
             if problem:
                 parser.error(f"{flag} {str(path)!r}: {problem}")
             if path.exists() and not args.force:
