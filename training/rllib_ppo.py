@@ -3,6 +3,10 @@
 One shared masked policy plays every seat of ``zhuoji_env.env()`` games (optionally some seats
 are played by a league of frozen snapshots of it, ``--league-size``), through RLlib's
 ``PettingZooEnv`` wrapper on RLlib's new API stack (``RLModule``, ``Learner``, ``EnvRunner``).
+Each env runner plays its games as one engine batch with one forward pass a step
+(:class:`training.rllib_batched.BatchedEnvRunner`, ``--runner batched``, the default), handing
+RLlib the episodes its own runner builds a decision at a time (``--runner aec``). A failure of
+an env runner ends the run with exit status 1 and a line naming the runner and its error.
 By default the run is local: an embedded ``ray.init()`` on this machine. ``--address auto`` or
 ``--address HOST:PORT`` joins an existing Ray cluster (``ray start --head`` on one node,
 ``ray start --address HOST:PORT`` on the others); the env runners then sample on any node and
@@ -62,9 +66,8 @@ from zhuoji_env.fileio import (
 )
 
 try:
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
-
     from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
+    from training.rllib_batched import BatchedEnvRunner, RunnerFailure, ZhuojiMultiAgentEnv
 except ImportError as exc:  # as a script: a usage error (exit 2); imported: a clear ImportError
     if __name__ != "__main__":
         raise ImportError(f"training.rllib_ppo needs Ray RLlib, {RLLIB_MISSING}: {exc}") from exc
@@ -91,6 +94,11 @@ class Args:
     """remote env runner actors (0: sample in this process)"""
     envs_per_runner: int = 32
     """games each env runner plays side by side (the model is batched over them)"""
+    runner: str = "batched"
+    """'batched': each env runner steps its games as one engine batch with one forward pass
+    per step (training.rllib_batched); 'aec': RLlib's own MultiAgentEnvRunner over one
+    PettingZoo AEC env per game, a decision at a time (the same episodes, several times
+    slower)"""
     runner_resource: str = ""
     """a custom Ray resource every env runner needs (places the runners on nodes that have it)"""
     num_learners: int = 0
@@ -163,6 +171,8 @@ def check_args(args: Args) -> None:
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"--{name.replace('_', '-')} {value!r}: must be an integer >= {low}")
+    if args.runner not in RUNNERS:
+        raise ValueError(f"--runner {args.runner!r}: must be one of {', '.join(RUNNERS)}")
     if args.minibatch > args.train_batch:
         raise ValueError(
             f"--minibatch {args.minibatch}: must be at most --train-batch {args.train_batch}"
@@ -266,28 +276,13 @@ def snapshot(algo, slot: int) -> None:
     )
 
 
-class ZhuojiMultiAgentEnv(PettingZooEnv):
-    """``zhuoji_env.env()`` as an RLlib multi-agent env: RLlib's ``PettingZooEnv`` with the
-    agents in seat order (the wrapper takes them from a set) and rewards scaled.
+RUNNERS = ("batched", "aec")
+"""The values of ``--runner``."""
 
-    ``config``: ``rules`` (preset name, rules object or record) and ``reward_scale``."""
 
-    def __init__(self, config: dict | None = None):
-        config = dict(config or {})
-        unknown = set(config) - {"rules", "reward_scale"}
-        if unknown:
-            raise ValueError(
-                f"unknown env_config keys {sorted(unknown)}: allowed 'rules', 'reward_scale'"
-            )
-        self.reward_scale = float(config.get("reward_scale", 1.0))
-        super().__init__(zhuoji_env.env(rules=config.get("rules", "guiyang")))
-        self.agents = sorted(self._agent_ids)
-        self.possible_agents = list(self.agents)
-
-    def step(self, action):
-        obs, rew, terminated, truncated, info = super().step(action)
-        rew = {agent: r * self.reward_scale for agent, r in rew.items()}
-        return obs, rew, terminated, truncated, info
+def runner_class(name: str):
+    """The env runner class of ``--runner name`` (None: RLlib's default)."""
+    return BatchedEnvRunner if name == "batched" else None
 
 
 def build_config(args: Args):
@@ -323,11 +318,13 @@ def build_config(args: Args):
             )
         )
         .env_runners(
+            env_runner_cls=runner_class(args.runner),
             num_env_runners=args.num_env_runners,
             num_envs_per_env_runner=args.envs_per_runner,
             custom_resources_per_env_runner=runner_resources,
             episodes_to_numpy=False,
         )
+        .fault_tolerance(restart_failed_env_runners=False)  # a failed runner ends the run
         .learners(num_learners=args.num_learners)
         .training(
             train_batch_size_per_learner=args.train_batch,
@@ -519,8 +516,35 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    train(args)
+    try:
+        train(args)
+    except Exception as exc:
+        message = failure_message(exc)
+        if message is None:
+            raise
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 1
     return 0
+
+
+def failure_message(exc: BaseException) -> str | None:
+    """One line for a failure of the run's Ray actors (None for any other error, which keeps
+    its traceback): a :class:`~training.rllib_batched.RunnerFailure` names the env runner and
+    its error; an actor that died (RLlib ends an env runner whose remote call raised, and Ray
+    reports only the death) is named with Ray's first line, the runner's own traceback being
+    in the log Ray copies to this process's stderr above."""
+    import ray.exceptions
+
+    if isinstance(exc, RunnerFailure):
+        cause = getattr(exc, "cause", None)  # a RayTaskError carries the runner's exception
+        return str(cause if isinstance(cause, RunnerFailure) else exc).strip()
+    if isinstance(exc, ray.exceptions.RayActorError):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (
+            f"a Ray actor of the run (an env runner, or a learner with --num-learners) died: "
+            f"{first} (its traceback, if it raised, is in the actor's log above)"
+        )
+    return None
 
 
 if __name__ == "__main__":
