@@ -200,8 +200,9 @@ class Ladder:
     def order(self) -> list[int]:
         return sorted(range(len(self.labels)), key=lambda i: -self.ratings[i])
 
-    def markdown(self, title: str = "") -> str:
-        unit = "番 per hand" if "classic" in title else "points per hand"
+    def markdown(self, title: str = "", unit: str = "points per hand") -> str:
+        """The ratings, then every pair's own margin (row minus column): one number per agent
+        can be a poor summary (the chi-square says how poor), so the pairs are shown too."""
         lines = [f"#### {title}", ""] if title else []
         lines += [
             f"| rank | agent | rating ({unit}, {self.anchor} = 0) | 95% interval |",
@@ -219,7 +220,21 @@ class Ladder:
             f"{len(self.pairs)} pairs x {self.pairs[0].score_a.size} deals; fit chi-square "
             f"{chi2:.1f} on {dof} degrees of freedom; largest residual {worst[0]:+.2f} "
             f"(`{worst[1].a}` - `{worst[1].b}`).",
+            "",
         ]
+        margin = {}
+        for p in self.pairs:
+            m, lo, hi = mean_ci(p.per_deal())
+            margin[p.a, p.b] = f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+            margin[p.b, p.a] = f"{-m:+.2f} [{-hi:+.2f}, {-lo:+.2f}]"
+        names = [self.labels[i] for i in self.order()]
+        lines += [
+            "| row - column | " + " | ".join(f"`{b}`" for b in names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
+        for a in names:
+            cells = [margin.get((a, b), "" if a == b else "not played") for b in names]
+            lines.append(f"| `{a}` | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
 
@@ -481,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(str(exc))
         title = f"{args.protocol or 'ladder'}, {preset}"
-        table = ladder.markdown(title)
+        table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
         print(table)
         extra = {"protocol": args.protocol, "seconds": round(time.perf_counter() - start, 1)}
         if args.json:

@@ -74,6 +74,11 @@ def test_pair_margins_residuals_and_chi_square_from_hand_built_sums():
     fit = fit_ladder(["a", "b"], ["a", "b"], [p], anchor="a", bootstrap=0)
     assert fit.ratings.tolist() == [0.0, 0.0] and fit.residuals() == [0.0]
     assert fit.chi2() == (0.0, 0)
+    table = fit.markdown("t", unit="番 per hand")
+    assert "rating (番 per hand, a = 0)" in table
+    # mean 0, sd sqrt(2), t(0.975, 1) = 12.706: each head-to-head cell, row minus column
+    assert "| `a` |  | +0.00 [-12.71, +12.71] |" in table.splitlines()
+    assert "| `b` | -0.00 [-12.71, +12.71] |  |" in table.splitlines()
     with pytest.raises(ValueError, match="anchor 'random' is not among"):
         fit_ladder(["a", "b"], ["a", "b"], [p])
     with pytest.raises(ValueError, match="at least 2 deals"):
