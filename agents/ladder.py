@@ -39,6 +39,7 @@ import importlib
 import itertools
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -128,7 +129,7 @@ class PairResult:
     score_b: np.ndarray  # int64 [D]
     hands_a: np.ndarray  # int64 [D]: a's seat-hands in the deal
     hands_b: np.ndarray  # int64 [D]
-    seconds: float = 0.0  # wall time of its arena (0 for a reused pair)
+    seconds: float = 0.0  # wall time of its arena (a reused pair keeps the time it was played in)
     reused: bool = False
 
     def per_deal(self) -> np.ndarray:
@@ -154,7 +155,14 @@ class PairResult:
     def swapped(self) -> PairResult:
         """The same games seen from ``b``'s side."""
         return PairResult(
-            self.b, self.a, self.score_b, self.score_a, self.hands_b, self.hands_a, 0, self.reused
+            self.b,
+            self.a,
+            self.score_b,
+            self.score_a,
+            self.hands_b,
+            self.hands_a,
+            self.seconds,
+            self.reused,
         )
 
     @classmethod
@@ -164,7 +172,10 @@ class PairResult:
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: per-deal lists differ")
         if (arrays["hands_a"] < 1).any() or (arrays["hands_b"] < 1).any():
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: a deal without hands")
-        return cls(str(row["a"]), str(row["b"]), reused=True, **arrays)
+        seconds = row.get("seconds", 0.0)
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: seconds {seconds!r}")
+        return cls(str(row["a"]), str(row["b"]), seconds=float(seconds), reused=True, **arrays)
 
 
 SUMS = ("score_a", "score_b", "hands_a", "hands_b")
@@ -312,7 +323,8 @@ def play_pairs(
         key = (specs[i], specs[j])
         old = (reuse or {}).get(key)
         if old is not None:
-            out.append(PairResult(labels[i], labels[j], *[getattr(old, k) for k in SUMS], 0, True))
+            sums = [getattr(old, k) for k in SUMS]
+            out.append(PairResult(labels[i], labels[j], *sums, old.seconds, True))
             log(f"{labels[i]} - {labels[j]}: reused")
             continue
         res = run_arena(
@@ -409,6 +421,13 @@ def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: st
     )
 
 
+def compact_lists(text: str) -> str:
+    """Indented JSON with every list of integers on one line (the per-deal sums)."""
+    return re.sub(
+        r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]", lambda m: "[" + re.sub(r"\s+", "", m[1]) + "]", text
+    )
+
+
 # --------------------------------------------------------------------------- command line
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -498,9 +517,11 @@ def main(argv: list[str] | None = None) -> int:
         title = f"{args.protocol or 'ladder'}, {preset}"
         table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
         print(table)
-        extra = {"protocol": args.protocol, "seconds": round(time.perf_counter() - start, 1)}
+        extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
         if args.json:
-            body = json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)
+            body = compact_lists(
+                json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)
+            )
             write_text_atomic(args.json.replace("{preset}", preset), body + "\n")
         if args.markdown:
             write_text_atomic(args.markdown.replace("{preset}", preset), table + "\n")

@@ -133,6 +133,7 @@ def test_the_protocol_command_with_a_plugin_and_reuse(small_protocol, tmp_path, 
     for p in second["pairs"]:
         if (p["a"], p["b"]) in old:
             assert p["score_a"] == old[p["a"], p["b"]]["score_a"]
+            assert p["seconds"] == old[p["a"], p["b"]]["seconds"] > 0  # when it was played
     # the reused pairs equal playing them again
     replay = tmp_path / "replay-{preset}.json"
     assert ladder.main([*argv, "--json", str(replay)]) == 0
