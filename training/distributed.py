@@ -53,6 +53,7 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
+import importlib
 import ipaddress
 import json
 import multiprocessing as mp
@@ -585,6 +586,10 @@ def data_parallel(args: Any, place: Place, job: Job) -> dict:
         if not watch.handling.is_set():
             raise _Stopped
 
+    # A stop interrupts the main thread wherever it is. torch imports its compiler stack (and
+    # sympy) lazily, when the first optimizer is made; an import stopped halfway leaves a broken
+    # module behind in this process, so it is done before the watch can interrupt anything.
+    importlib.import_module("torch._dynamo")
     previous = signal.signal(signal.SIGUSR1, stopped)
     try:
         if place.local == 0 and not place.torchrun:
