@@ -234,7 +234,8 @@ def train(args: Args) -> dict:
     model = MaskablePPO(
         "MlpPolicy",
         env,
-        policy_kwargs={"net_arch": {"pi": width, "vf": width}},
+        # SB3's own default (64, 64) is left unsaid, so a default model is the plain MlpPolicy
+        policy_kwargs={"net_arch": {"pi": width, "vf": width}} if width != [64, 64] else None,
         n_steps=args.n_steps,
         batch_size=args.batch_size,
         learning_rate=args.lr,
