@@ -703,6 +703,18 @@ def standard_json(obj):
     return obj
 
 
+def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> None:
+    """Import each ``--plugin`` module (it may register agents); one that cannot be imported
+    is a usage error naming it."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.arena",
@@ -765,13 +777,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(
                 f"--json {args.json!r} exists: give another name, or --force to replace it"
             )
-    import importlib
-
-    for module in args.plugin:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+    import_plugins(parser, args.plugin)
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     try:
         rules = Rules.make(args.preset, **parse_switches(args.set))

@@ -35,7 +35,6 @@ is written over an existing file without ``--force``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import math
@@ -49,7 +48,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.arena import FIELD_INDEX, labels_of, mean_ci, run_arena, standard_json, unwritable
+from agents.arena import (
+    FIELD_INDEX,
+    import_plugins,
+    labels_of,
+    mean_ci,
+    run_arena,
+    standard_json,
+    unwritable,
+)
 from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
@@ -485,11 +492,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"{flag} {str(path)!r}: {problem}")
             if path.exists() and not args.force:
                 parser.error(f"{flag} {str(path)!r} exists: another name, or --force")
-    for module in args.plugin:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+    import_plugins(parser, args.plugin)
     given_specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     if not proto and len(given_specs) < 2:
         parser.error("--agents needs at least two specs (or a --protocol, whose field is rated)")

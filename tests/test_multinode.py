@@ -208,15 +208,21 @@ def test_nodes_started_with_other_flags_are_stopped_before_training(tmp_path):
     assert not list(out.glob("*.pt"))
 
 
-def test_a_killed_node_stops_the_other_within_seconds(tmp_path):
-    """SIGKILL records nothing: the heartbeats name the node that vanished."""
+def _two_training_nodes(tmp_path):
+    """Two loopback nodes of a long run, returned once both train (node 0 wrote metrics)."""
     port, out = _port(), tmp_path / "run"
     argv = [*TINY, "--total-decisions", str(1000 * UPDATE), "--out-dir", str(out)]
     nodes = [_node(rank, port, argv) for rank in (0, 1)]
     deadline = time.monotonic() + 60
-    while not (out / "metrics.jsonl").exists():  # both train
+    while not (out / "metrics.jsonl").exists():
         assert time.monotonic() < deadline and nodes[0].poll() is None, _finish(*nodes)
         time.sleep(0.1)
+    return nodes
+
+
+def test_a_killed_node_stops_the_other_within_seconds(tmp_path):
+    """SIGKILL records nothing: the heartbeats name the node that vanished."""
+    nodes = _two_training_nodes(tmp_path)
     nodes[1].kill()
     killed = time.monotonic()
     (code0, _, err0), (code1, _, _) = _finish(*nodes)
@@ -237,13 +243,7 @@ def test_a_frozen_node_stops_the_other_within_a_minute(tmp_path):
     """SIGSTOP, as a machine that froze or was cut off: no connection closes, and the collective
     call waiting for it would wait for hours; its heartbeats, missing for 30 s, name it. Thawed,
     it finds node 0 gone."""
-    port, out = _port(), tmp_path / "run"
-    argv = [*TINY, "--total-decisions", str(1000 * UPDATE), "--out-dir", str(out)]
-    nodes = [_node(rank, port, argv) for rank in (0, 1)]
-    deadline = time.monotonic() + 60
-    while not (out / "metrics.jsonl").exists():  # both train
-        assert time.monotonic() < deadline and nodes[0].poll() is None, _finish(*nodes)
-        time.sleep(0.1)
+    nodes = _two_training_nodes(tmp_path)
     os.kill(nodes[1].pid, signal.SIGSTOP)
     frozen = time.monotonic()
     try:

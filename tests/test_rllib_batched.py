@@ -26,6 +26,7 @@ from ray.rllib.core.columns import Columns  # noqa: E402
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec  # noqa: E402
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec  # noqa: E402
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner  # noqa: E402
+from test_rllib import SMALL  # noqa: E402
 
 from agents.rllib import NEG_INF, MaskedPolicyModule  # noqa: E402
 from training import rllib_ppo  # noqa: E402
@@ -33,15 +34,6 @@ from training.rllib_batched import BatchedEnvRunner, RunnerFailure  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-SMALL = [
-    "--envs-per-runner=4",
-    "--train-batch=512",
-    "--minibatch=256",
-    "--epochs=1",
-    "--hidden=32",
-    "--eval-deals=0",
-    "--save-every=0",
-]
 TWO_HANDS = json.dumps({"preset": "guiyang", "overrides": {"hands_per_game": 2}})
 
 
