@@ -1,4 +1,5 @@
-"""training.sb3_maskable's budget and model flags: --time-limit, --net-arch, --norm-reward."""
+"""training.sb3_maskable's budget and model flags: --time-limit, --snapshot-minutes,
+--net-arch, --norm-reward."""
 
 from __future__ import annotations
 
@@ -30,6 +31,47 @@ def test_time_limit_stops_learning_and_the_widths_reach_the_saved_model(tmp_path
     assert "trained" in capsys.readouterr().out
 
 
+class Clock:
+    """A stand-in for the module's ``time``: each reading is 6 s (0.1 min) after the last."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        self.now += 6.0
+        return self.now
+
+
+def test_snapshots_are_saved_on_the_way_and_load_as_agents(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sb3_maskable, "time", Clock())
+    out = tmp_path / "run"
+    argv = [*TINY, "--time-limit", "0.45", "--total-timesteps", "10000000"]
+    argv += ["--snapshot-minutes", "0.25,0.15", "--eval-opponents", "", "--out-dir", str(out)]
+    args = sb3_maskable.parse_args(sb3_maskable.Args, argv, "", sb3_maskable.PROG)
+    result = sb3_maskable.train(args)
+    # rollouts of 8 x 16 decisions start 0.1, 0.2, 0.3, 0.4 and 0.5 min into training: the
+    # snapshots are taken at the second and third, and the fifth stops after one step
+    assert result["snapshots"] == [
+        {"minutes": 0.15, "decisions": 128, "model": str(out / "model-0.15min.zip")},
+        {"minutes": 0.25, "decisions": 256, "model": str(out / "model-0.25min.zip")},
+    ]
+    assert result["decisions"] == 4 * 128 + 8
+    shots = result["snapshots"]
+    later = make_agent(f"sb3:{shots[1]['model']}")
+    final = make_agent(f"sb3:{out / 'model.zip'}")
+    differ = [
+        not (a == b).all()
+        for a, b in zip(later.policy.parameters(), final.policy.parameters(), strict=True)
+    ]
+    assert any(differ)  # the snapshot is the model of its time, not the final one
+    assert "snapshot after 0.25 min: 256 decisions" in capsys.readouterr().out
+    # a second run into the same folder is refused, naming the snapshots it would overwrite
+    (out / "model.zip").unlink()
+    rc = sb3_maskable.main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "holds model-0.15min.zip, model-0.25min.zip" in err and "--force" in err
+
+
 @pytest.mark.parametrize(
     "flag, value, match",
     [
@@ -37,8 +79,14 @@ def test_time_limit_stops_learning_and_the_widths_reach_the_saved_model(tmp_path
         ("--net-arch", "0", "--net-arch '0'"),
         ("--net-arch", "8,8,8,8,8", "1 to 4"),
         ("--time-limit", "-1", "--time-limit"),
+        ("--snapshot-minutes", "30,x", "--snapshot-minutes '30,x': must be comma-separated"),
+        ("--snapshot-minutes", "0", "minutes > 0"),
+        ("--snapshot-minutes", "60", "each below --time-limit 60"),
     ],
 )
 def test_bad_budget_and_model_flags_exit_2(flag, value, match, tmp_path, capsys):
-    rc = sb3_maskable.main([flag, value, "--out-dir", str(tmp_path / "r")])
+    argv = [flag, value, "--out-dir", str(tmp_path / "r")]
+    if flag != "--time-limit":
+        argv += ["--time-limit", "60"]
+    rc = sb3_maskable.main(argv)
     assert rc == 2 and match in capsys.readouterr().err

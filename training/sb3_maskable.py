@@ -64,6 +64,9 @@ class Args:
     """decisions of the learner to train on (the most: --time-limit may stop it earlier)"""
     time_limit: float = 0.0
     """minutes of training after which learning stops at the end of a rollout (0: none)"""
+    snapshot_minutes: str = ""
+    """comma-separated minutes of training at which a copy of the model is saved as
+    OUT_DIR/model-{M}min.zip (at the first rollout that starts past each; '' for none)"""
     net_arch: str = "64,64"
     """widths of the hidden layers of the policy and of the value network (SB3's default)"""
     norm_reward: bool = False
@@ -91,7 +94,7 @@ class Args:
     out_dir: str = "runs/sb3"
     """folder of model.zip (one that holds a model.zip already needs --force)"""
     force: bool = False
-    """replace the model.zip that --out-dir holds (at the end of training, in one step)"""
+    """replace the model.zip and snapshots that --out-dir holds (each when saved, in one step)"""
     verbose: int = 0
     """SB3's verbosity (0: quiet, 1: training stats)"""
     device: str = "auto"
@@ -126,6 +129,9 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
         },
     )
     layers(args.net_arch)
+    taken = [
+        snapshot_path(args.out_dir, m) for m in snapshots(args.snapshot_minutes, args.time_limit)
+    ]
     if args.n_envs * args.n_steps < 2:
         raise FlagError(
             f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
@@ -137,10 +143,11 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     if agent_specs(args.eval_opponents):
         check_arena_deals(args.eval_deals, rules)
     check_out_dir(args.out_dir)
-    model = Path(args.out_dir) / MODEL
-    if model.exists() and not args.force:
+    earlier = [p.name for p in [Path(args.out_dir) / MODEL, *taken] if p.exists()]
+    if earlier and not args.force:
         raise FlagError(
-            f"--out-dir {args.out_dir!r} holds {MODEL} of an earlier run, which this one would "
+            f"--out-dir {args.out_dir!r} holds {', '.join(earlier)} of an earlier run, which "
+            "this one would "
             f"overwrite: train into a new --out-dir ({str(unused_path(args.out_dir))!r} is "
             "free), or pass --force to replace it"
         )
@@ -202,21 +209,64 @@ def layers(net_arch: str) -> list[int]:
     return widths
 
 
-def stop_after(minutes: float):
-    """An SB3 callback that ends ``learn`` at the first rollout that starts past ``minutes``."""
+def snapshots(text: str, time_limit: float) -> list[float]:
+    """The minutes ``--snapshot-minutes`` names, increasing; a FlagError unless each is a
+    number > 0 and, under a ``--time-limit``, below it."""
+    try:
+        minutes = [float(m) for m in text.split(",")] if text else []
+    except ValueError:
+        minutes = [-1.0]
+    if not all(NON_NEGATIVE[0](m) and m > 0 for m in minutes) or (
+        time_limit and any(m >= time_limit for m in minutes)
+    ):
+        below = f", each below --time-limit {time_limit:g}" if time_limit else ""
+        raise FlagError(
+            f"--snapshot-minutes {text!r}: must be comma-separated minutes > 0{below}, e.g. 30"
+        )
+    return sorted(set(minutes))
+
+
+def snapshot_path(out_dir: str, minutes: float) -> Path:
+    """Where the snapshot after ``minutes`` of training is saved."""
+    return Path(out_dir) / f"model-{minutes:g}min.zip"
+
+
+def save_model(model, path: Path) -> None:
+    """Save whole or not at all (a temporary name, then a rename)."""
+
+    def save(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file object: SB3 would add ".zip" to a temporary name
+            model.save(f)
+
+    write_atomic(path, save)
+
+
+def clock(time_limit: float, snapshot_minutes: list[float], out_dir: str, taken: list):
+    """An SB3 callback that, at the start of each rollout, saves the snapshots whose minutes
+    have passed (appending ``(minutes, decisions, path)`` to ``taken``) and ends ``learn``
+    once ``time_limit`` minutes have (0: never)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    class StopAfter(BaseCallback):
+    class Clock(BaseCallback):
         def _on_training_start(self) -> None:
-            self.deadline = time.monotonic() + 60 * minutes
+            self.start = time.monotonic()
+            self.stop = False
 
         def _on_rollout_start(self) -> None:
-            self.stop = time.monotonic() >= self.deadline
+            elapsed = (time.monotonic() - self.start) / 60
+            for minutes in snapshot_minutes[len(taken) :]:
+                if elapsed < minutes:
+                    break
+                path = snapshot_path(out_dir, minutes)
+                save_model(self.model, path)
+                taken.append((minutes, int(self.model.num_timesteps), str(path)))
+                print(f"snapshot after {minutes:g} min: {self.model.num_timesteps:,} decisions")
+            self.stop = bool(time_limit) and elapsed >= time_limit
 
         def _on_step(self) -> bool:
             return not self.stop
 
-    return StopAfter()
+    return Clock()
 
 
 def train(args: Args) -> dict:
@@ -246,17 +296,13 @@ def train(args: Args) -> dict:
         device=device,
     )
     start = time.monotonic()
-    callback = stop_after(args.time_limit) if args.time_limit else None
+    taken: list = []
+    callback = clock(args.time_limit, snapshots(args.snapshot_minutes, 0), args.out_dir, taken)
     model.learn(total_timesteps=args.total_timesteps, callback=callback)
     seconds = time.monotonic() - start
     print(f"trained {model.num_timesteps:,} decisions in {seconds:.0f} s")
     out = Path(args.out_dir)
-
-    def save(tmp: Path) -> None:
-        with open(tmp, "wb") as f:  # a file object: SB3 would add ".zip" to a temporary name
-            model.save(f)
-
-    write_atomic(out / MODEL, save)
+    save_model(model, out / MODEL)
     agent = SB3Agent(model, seed=args.seed)
     results = {}
     arenas = against_each(
@@ -271,6 +317,7 @@ def train(args: Args) -> dict:
         "model": str(out / MODEL),
         "decisions": int(model.num_timesteps),
         "seconds": seconds,
+        "snapshots": [{"minutes": m, "decisions": n, "model": p} for m, n, p in taken],
         "eval": results,
     }
 
