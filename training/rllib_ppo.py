@@ -334,6 +334,7 @@ def build_config(args: Args):
             gamma=args.gamma,
             lambda_=args.gae_lambda,
             clip_param=args.clip_coef,
+            use_kl_loss=False,  # the clipped objective alone, as ppo_selfplay's update
             entropy_coeff=args.ent_coef,
             vf_loss_coeff=args.vf_coef,
             grad_clip=args.max_grad_norm or None,
