@@ -32,7 +32,15 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
 from agents.base import Agent
-from agents.ppo import check_state, finite_or_refuse, pick_actions, policy_shapes, split_options
+from agents.ppo import (
+    SparseRowsLinear,
+    check_state,
+    finite_or_refuse,
+    nonzeros_by_row,
+    pick_actions,
+    policy_shapes,
+    split_options,
+)
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.common import observation_box
 from zhuoji_env.fileio import recover_dir
@@ -72,13 +80,11 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """The hidden features of observations ``x``. On the CPU with gradients on (the
         learner: its update and the value pass of its connectors) the first layer runs on the
-        observations' nonzeros (:class:`training.learner.SparseRowsLinear`, as in
+        observations' nonzeros (:class:`agents.ppo.SparseRowsLinear`, as in
         ``ppo_selfplay``'s update): the same sums in another order, in less time, since about
         6% of an observation is nonzero."""
         if x.device.type != "cpu" or not torch.is_grad_enabled() or x.dim() != 2:
             return self.body(x)
-        from training.learner import SparseRowsLinear, nonzeros_by_row
-
         first = self.body[0]
         idx, vals = nonzeros_by_row(x)
         return self.body[1:](SparseRowsLinear.apply(idx, vals, first.weight, first.bias))

@@ -31,9 +31,9 @@ from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec  # noqa: E
 import zhuoji_env  # noqa: E402
 from agents import make_agent  # noqa: E402
 from agents.arena import run_arena  # noqa: E402
+from agents.ppo import SparseRowsLinear  # noqa: E402
 from agents.rllib import NEG_INF, MaskedPolicyModule, RLlibAgent  # noqa: E402
 from training import rllib_ppo  # noqa: E402
-from training.learner import SparseRowsLinear  # noqa: E402
 from training.rllib_two_nodes import simulate  # noqa: E402
 from zhuoji_env.engine.actions import NUM_ACTIONS  # noqa: E402
 from zhuoji_env.limits import SizeError  # noqa: E402

@@ -653,8 +653,8 @@ TOO_LARGE = [
         [*TINY, "--eval-opponents", "random", "--eval-deals", "1000000000000"],
         "--eval-deals 1000000000000",
     ),
-    (sb3_maskable, ["--n-steps", "100000000"], "--n-envs 64 x --n-steps 100000000"),
-    (sb3_maskable, ["--n-envs", "100000000"], "--n-envs 100000000 x --n-steps 128"),
+    (sb3_maskable, ["--n-steps", "100000000"], "--n-envs 512 x --n-steps 100000000"),
+    (sb3_maskable, ["--n-envs", "100000000"], "--n-envs 100000000 x --n-steps 16"),
     (
         sb3_maskable,
         [*SB3_TINY, "--eval-opponents", "random", "--eval-deals", "1000000000000"],

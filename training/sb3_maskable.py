@@ -71,9 +71,10 @@ class Args:
     """widths of the hidden layers of the policy and of the value network (SB3's default)"""
     norm_reward: bool = False
     """divide rewards by a running standard deviation of the returns (SB3's VecNormalize)"""
-    n_envs: int = 64
-    """games played in parallel"""
-    n_steps: int = 128
+    n_envs: int = 512
+    """games played in parallel (512 steps the rule opponents twice as fast per decision as 64;
+    docs/results.md)"""
+    n_steps: int = 16
     """steps of every game per rollout"""
     batch_size: int = 1024
     """minibatch size of the update"""
