@@ -67,44 +67,6 @@ def resolve_device(name: str) -> torch.device:
     return torch.device("cuda" if name == "cuda" or (name == "auto" and cuda) else "cpu")
 
 
-def nonzeros_by_row(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(idx, vals)``, both ``[N, K]``: the columns and values of each row's nonzeros of the
-    2-d ``x``, padded to the longest row with column 0 and value 0 (observations are about 6%
-    nonzero)."""
-    n = x.shape[0]
-    r, c = x.nonzero(as_tuple=True)  # row-major order
-    counts = torch.bincount(r, minlength=n)
-    k = max(int(counts.max()), 1) if n else 1
-    pos = torch.arange(r.numel()) - (counts.cumsum(0) - counts)[r]
-    idx = torch.zeros((n, k), dtype=torch.long)
-    vals = torch.zeros((n, k), dtype=x.dtype)
-    idx[r, pos] = c
-    vals[r, pos] = x[r, c]
-    return idx, vals
-
-
-class SparseRowsLinear(torch.autograd.Function):
-    """``x @ weight.T + bias`` for an ``x`` given by :func:`nonzeros_by_row`, with the
-    gradients of ``weight`` and ``bias``: on the CPU, the first layer of the update's network
-    in less time than the dense layer (about 6% of an observation is nonzero). Forward it sums
-    weight columns (``embedding_bag``); backward it rebuilds the dense ``x`` by a scatter and
-    takes one matrix product, which beat a sparse product of ``x``'s transpose (its column
-    sort cost more than the product). The same sums as the dense layer, in another order."""
-
-    @staticmethod
-    def forward(ctx, idx, vals, weight, bias):
-        ctx.save_for_backward(idx, vals)
-        ctx.in_features = weight.shape[1]
-        table = weight.t().contiguous()
-        return nn.functional.embedding_bag(idx, table, mode="sum", per_sample_weights=vals) + bias
-
-    @staticmethod
-    def backward(ctx, grad):
-        idx, vals = ctx.saved_tensors
-        x = vals.new_zeros(idx.shape[0], ctx.in_features).scatter_add_(1, idx, vals)
-        return None, None, grad.t() @ x, grad.sum(0)
-
-
 class PolicyNet(nn.Module):
     """An MLP with a policy head over the 86 actions and a value head, over observations of
     version ``obs_version`` (:data:`INPUT_SIZES`, :class:`NetInput`)."""
@@ -133,7 +95,7 @@ class PolicyNet(nn.Module):
 
     def after_first_layer(self, pre: torch.Tensor, mask: torch.Tensor):
         """:meth:`forward` from the first layer's output ``pre`` on (the learner computes that
-        layer from the observations' nonzeros, :class:`SparseRowsLinear`)."""
+        layer from the observations' nonzeros, :class:`training.learner.SparseRowsLinear`)."""
         h = self.body[3](self.body[2](self.body[1](pre)))
         logits = self.pi(h).masked_fill(~mask, NEG_INF)
         return logits, self.v(h).squeeze(-1)

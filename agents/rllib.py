@@ -32,15 +32,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
 from agents.base import Agent
-from agents.ppo import (
-    SparseRowsLinear,
-    check_state,
-    finite_or_refuse,
-    nonzeros_by_row,
-    pick_actions,
-    policy_shapes,
-    split_options,
-)
+from agents.ppo import check_state, finite_or_refuse, pick_actions, policy_shapes, split_options
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.common import observation_box
 from zhuoji_env.fileio import recover_dir
@@ -77,27 +69,15 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
         nn.init.orthogonal_(self.pi.weight, 0.01)
         nn.init.zeros_(self.pi.bias)
 
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """The hidden features of observations ``x``. On the CPU with gradients on (the
-        learner: its update and the value pass of its connectors) the first layer runs on the
-        observations' nonzeros (:class:`agents.ppo.SparseRowsLinear`, as in
-        ``ppo_selfplay``'s update): the same sums in another order, in less time, since about
-        6% of an observation is nonzero."""
-        if x.device.type != "cpu" or not torch.is_grad_enabled() or x.dim() != 2:
-            return self.body(x)
-        first = self.body[0]
-        idx, vals = nonzeros_by_row(x)
-        return self.body[1:](SparseRowsLinear.apply(idx, vals, first.weight, first.bias))
-
     def _forward(self, batch, **kwargs):
         obs = batch[Columns.OBS]
-        h = self.features(obs["observation"])
+        h = self.body(obs["observation"])
         logits = self.pi(h).masked_fill(obs["action_mask"] == 0, NEG_INF)
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: h}
 
     def compute_values(self, batch, embeddings=None):
         if embeddings is None:
-            embeddings = self.features(batch[Columns.OBS]["observation"])
+            embeddings = self.body(batch[Columns.OBS]["observation"])
         return self.vf(embeddings).squeeze(-1)
 
 

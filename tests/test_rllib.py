@@ -10,7 +10,6 @@ import json
 import os
 import pickle
 import shutil
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -31,7 +30,6 @@ from ray.rllib.core.rl_module.rl_module import RLModule, RLModuleSpec  # noqa: E
 import zhuoji_env  # noqa: E402
 from agents import make_agent  # noqa: E402
 from agents.arena import run_arena  # noqa: E402
-from agents.ppo import SparseRowsLinear  # noqa: E402
 from agents.rllib import NEG_INF, MaskedPolicyModule, RLlibAgent  # noqa: E402
 from training import rllib_ppo  # noqa: E402
 from training.rllib_two_nodes import simulate  # noqa: E402
@@ -96,45 +94,6 @@ def test_env_seats_in_order_and_returns_match_the_raw_aec_loop():
 def test_env_config_rejects_unknown_keys():
     with pytest.raises(ValueError, match="unknown env_config keys \\['seed'\\]"):
         rllib_ppo.ZhuojiMultiAgentEnv({"seed": 1})
-
-
-def test_the_learners_sparse_first_layer_equals_the_dense_one():
-    """With gradients on, on the CPU, the module's first layer runs on the observations'
-    nonzeros: the logits, values and every gradient equal the dense layer's."""
-    torch.manual_seed(0)
-    module = _module(hidden=24)
-    rng = np.random.default_rng(1)
-    obs = rng.random((50, OBS_SIZE), dtype=np.float32) * (rng.random((50, OBS_SIZE)) < 0.06)
-    obs[7] = 0  # a row with no nonzero at all
-    mask = rng.random((50, NUM_ACTIONS)) < 0.3
-    mask[:, 0] = True
-    batch = {
-        Columns.OBS: {
-            "observation": torch.from_numpy(obs),
-            "action_mask": torch.from_numpy(mask.astype(np.int8)),
-        }
-    }
-
-    def run():
-        module.zero_grad()
-        out = module.forward_train(batch)
-        values = module.compute_values(batch)
-        logits = out[Columns.ACTION_DIST_INPUTS]
-        (logits.masked_fill(~torch.from_numpy(mask), 0).sum() + values.square().sum()).backward()
-        return logits.detach(), values.detach(), [p.grad.clone() for p in module.parameters()]
-
-    with mock.patch.object(SparseRowsLinear, "apply", wraps=SparseRowsLinear.apply) as apply:
-        sparse = run()
-    assert apply.call_count == 2  # the policy's forward and the value pass
-    with mock.patch.object(MaskedPolicyModule, "features", lambda self, x: self.body(x)):
-        dense = run()
-    assert torch.allclose(sparse[0], dense[0], atol=1e-5)
-    assert torch.allclose(sparse[1], dense[1], atol=1e-5)
-    for a, b in zip(sparse[2], dense[2], strict=True):
-        assert torch.allclose(a, b, atol=1e-4)
-    with torch.no_grad(), mock.patch.object(SparseRowsLinear, "apply") as apply:
-        module.forward_inference(batch)  # acting stays dense
-    assert apply.call_count == 0
 
 
 def test_module_masks_illegal_actions():
