@@ -93,7 +93,7 @@ class Args:
     eval_opponents: str = "rule,random"
     """comma-separated agent specs to evaluate against ('' for no evaluation)"""
     out_dir: str = "runs/sb3"
-    """folder of model.zip (one that holds a model.zip already needs --force)"""
+    """folder of model.zip and the snapshots (one that holds any of them already needs --force)"""
     force: bool = False
     """replace the model.zip and snapshots that --out-dir holds (each when saved, in one step)"""
     verbose: int = 0
@@ -148,9 +148,8 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     if earlier and not args.force:
         raise FlagError(
             f"--out-dir {args.out_dir!r} holds {', '.join(earlier)} of an earlier run, which "
-            "this one would "
-            f"overwrite: train into a new --out-dir ({str(unused_path(args.out_dir))!r} is "
-            "free), or pass --force to replace it"
+            f"this one would overwrite: train into a new --out-dir "
+            f"({str(unused_path(args.out_dir))!r} is free), or pass --force to replace it"
         )
     return rules, device_from_flag(args.device)
 
@@ -217,7 +216,7 @@ def snapshots(text: str, time_limit: float) -> list[float]:
         minutes = [float(m) for m in text.split(",")] if text else []
     except ValueError:
         minutes = [-1.0]
-    if not all(NON_NEGATIVE[0](m) and m > 0 for m in minutes) or (
+    if not all(POSITIVE[0](m) for m in minutes) or (
         time_limit and any(m >= time_limit for m in minutes)
     ):
         below = f", each below --time-limit {time_limit:g}" if time_limit else ""
