@@ -10,8 +10,9 @@ flags, ``rules`` in record form, the optimizer state). It is read with
 a file that is not a checkpoint, is truncated, holds objects other than plain data, was
 trained on another observation size or version, or holds NaN or infinite weights raises
 ``ValueError`` naming the file and what is wrong.
-Three trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
-``ppo-classic``, ``ppo-app``, one per preset, each with a provenance file), named like any
+Four trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
+``ppo-classic``, ``ppo-app``, the strongest per preset, and ``ppo-scratch``, guiyang's
+from-scratch reference; each with a provenance file), named like any
 agent: ``make_agent("ppo-guiyang")``, ``ppo-app:greedy`` (:func:`shipped_factory`).
 ``PPOAgent.load(path)`` plays it through the common agent interface, so
 ``python -m agents.arena --agents ppo:runs/ppo/latest.pt,rule`` evaluates it. A checkpoint loads
@@ -35,6 +36,7 @@ import torch
 from torch import nn
 
 from agents.base import Agent
+from agents.registry import SHIPPED_POLICIES
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import write_atomic
@@ -438,13 +440,13 @@ POLICY_DIR = Path(__file__).resolve().parent / "policies"
 
 
 def shipped_policy(name: str) -> Path:
-    """The checkpoint file of a shipped policy (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``)."""
+    """The checkpoint file of a shipped policy (:data:`agents.registry.SHIPPED_POLICIES`)."""
     path = POLICY_DIR / f"{name}.pt"
     if not path.is_file():
         here = sorted(p.stem for p in POLICY_DIR.glob("*.pt"))
         raise ValueError(
             f"no shipped policy {name!r} in {POLICY_DIR} (the files there: {here}); the package "
-            "ships ppo-guiyang, ppo-classic and ppo-app: an install without them is incomplete"
+            f"ships {', '.join(SHIPPED_POLICIES)}: an install without them is incomplete"
         )
     return path
 

@@ -3,8 +3,8 @@
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
 factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
 checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), the shipped trained policies
-``ppo-guiyang``, ``ppo-classic`` and ``ppo-app`` (``NAME[:greedy][:DEVICE]``, one per
-preset), ``sb3:PATH`` (a MaskablePPO
+``ppo-guiyang``, ``ppo-classic`` and ``ppo-app`` (``NAME[:greedy][:DEVICE]``, the strongest
+per preset) and ``ppo-scratch`` (guiyang, trained without a teacher), ``sb3:PATH`` (a MaskablePPO
 model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
 :mod:`agents.rllib`, the ``rllib`` extra); these import torch (and Ray) only when such an agent
 is made. None of them runs code from the file it loads: ``sb3:`` and ``rllib:`` rebuild their
@@ -34,9 +34,16 @@ AgentFactory = Callable[..., Agent]
 RLLIB_MISSING = 'the rllib extra is not installed: pip install -e ".[rllib]", or make rllib'
 """What to do when ``ray`` cannot be imported (``rllib:`` agents, ``training.rllib_ppo``)."""
 
-SHIPPED_POLICIES = {"ppo-guiyang": "guiyang", "ppo-classic": "classic", "ppo-app": "app"}
+SHIPPED_POLICIES = {
+    "ppo-guiyang": "guiyang",
+    "ppo-classic": "classic",
+    "ppo-app": "app",
+    "ppo-scratch": "guiyang",
+}
 """The trained policies shipped in the package (``agents/policies/NAME.pt``, :mod:`agents.ppo`),
-by name, with the preset each was trained and measured under."""
+by name, with the preset each was trained and measured under: ``ppo-PRESET`` is the strongest
+of its preset; ``ppo-scratch`` learned by self-play alone (no cloned teacher, no rule hint), the
+reference point for a from-scratch method."""
 
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""

