@@ -36,7 +36,6 @@ import torch
 from torch import nn
 
 from agents.base import Agent
-from agents.registry import SHIPPED_POLICIES
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import write_atomic
@@ -446,7 +445,8 @@ def shipped_policy(name: str) -> Path:
         here = sorted(p.stem for p in POLICY_DIR.glob("*.pt"))
         raise ValueError(
             f"no shipped policy {name!r} in {POLICY_DIR} (the files there: {here}); the package "
-            f"ships {', '.join(SHIPPED_POLICIES)}: an install without them is incomplete"
+            "ships each policy of agents.registry.SHIPPED_POLICIES: an install without them is "
+            "incomplete"
         )
     return path
 
