@@ -148,7 +148,7 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     if earlier and not args.force:
         raise FlagError(
             f"--out-dir {args.out_dir!r} holds {', '.join(earlier)} of an earlier run, which "
-            f"this one would overwrite: train into a new --out-dir "
+            "this one would overwrite: train into a new --out-dir "
             f"({str(unused_path(args.out_dir))!r} is free), or pass --force to replace it"
         )
     return rules, device_from_flag(args.device)
