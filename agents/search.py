@@ -162,6 +162,14 @@ class SearchAgent(Agent):
     def act_view(self, obs, mask, view: belief.PublicView) -> np.ndarray:
         """Actions ``[k]`` for observations ``[k, OBS_SIZE]``, masks ``[k, 86]`` and the public
         views of the same k games (their acting seats' observations and masks)."""
+        return self.act_view_searched(obs, mask, view)[0]
+
+    def act_view_searched(
+        self, obs, mask, view: belief.PublicView
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`act_view`'s actions and the rows it searched (int ``[R]``, ascending): the
+        decisions whose action came from rollouts, which expert iteration learns from
+        (:mod:`training.distill_search`)."""
         obs = np.asarray(obs, dtype=np.float32)
         mask = np.asarray(mask).astype(bool, copy=False)
         if obs.ndim != 2 or mask.ndim != 2 or view.batch_size != obs.shape[0]:
@@ -175,7 +183,7 @@ class SearchAgent(Agent):
         search, probs = self.to_search(obs, mask)
         rows = np.flatnonzero(search)
         if not rows.size:
-            return acts
+            return acts, rows
         if probs is None:
             probs = rollout_probs(self.base, obs[rows], mask[rows])
         else:
@@ -187,7 +195,7 @@ class SearchAgent(Agent):
             r = rows[part]
             pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
             acts[r] = cand[part, pick]
-        return acts
+        return acts, rows
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
         """``(bool [k], probs)``: the decisions to search (more than one legal action and, with

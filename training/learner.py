@@ -469,9 +469,9 @@ def behaviour_clone(
     smoothing), so a clone of a deterministic player keeps some entropy to explore with.
 
     The last ``held_out_share`` of the games (at least one; ``demos`` needs two or more) is held
-    out: the returned cross-entropy before and after the fit and the accuracy (argmax equals the
-    demonstrated action) and the policy's mean entropy are measured on those games, which the
-    fit never sees."""
+    out: the returned cross-entropy and accuracy (argmax equals the demonstrated action) before
+    and after the fit and the policy's mean entropy after it are measured on those games, which
+    the fit never sees."""
     B = demos.act.shape[1]
     if B < 2:
         raise ValueError(f"behaviour cloning holds out whole games and needs >= 2, got {B}")
@@ -496,7 +496,7 @@ def behaviour_clone(
         entropy = -(logp.exp() * logp).sum(-1).mean().item()
         return loss, (logits.argmax(-1) == ha).float().mean().item(), entropy
 
-    before, _, _ = held_out()
+    before, accuracy_before, _ = held_out()
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
@@ -517,6 +517,7 @@ def behaviour_clone(
         "held_out_decisions": int(ha.numel()),
         "held_out_loss_before": before,
         "held_out_loss": after,
+        "held_out_accuracy_before": accuracy_before,
         "held_out_accuracy": accuracy,
         "held_out_entropy": entropy,
     }
