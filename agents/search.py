@@ -17,7 +17,8 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ties and other agents' own randomness are then their own, not shared between candidates).
 
 Spec: ``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]``, options at the end, each at most once, e.g.
-``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``.
+``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``;
+``c=all`` searches every legal action (``c=86``).
 :data:`DEFAULTS` are the defaults. The agent needs the public view of the game
 (``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
 environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
@@ -83,6 +84,14 @@ def seat_scores(st: State, seat: np.ndarray) -> np.ndarray:
     got = st.ledger.sum(axis=(1, 3))[rows, seat]
     paid = st.ledger.sum(axis=(2, 3))[rows, seat]
     return (got - paid).astype(np.int64)
+
+
+def distinct(cand: np.ndarray) -> np.ndarray:
+    """bool ``[R, c]``: the candidates that are not a repeat of their row's first (a row with
+    fewer legal actions than c repeats it, :meth:`SearchAgent.candidates`)."""
+    keep = np.ones(cand.shape, dtype=bool)
+    keep[:, 1:] = cand[:, 1:] != cand[:, :1]
+    return keep
 
 
 def rollout(
@@ -189,12 +198,16 @@ class SearchAgent(Agent):
         else:
             probs = probs[rows]
         cand = self.candidates(obs[rows], mask[rows], probs)
-        per = max(1, ROLLOUT_BATCH // (self.k * cand.shape[1]))
-        for lo in range(0, rows.size, per):
-            part = np.arange(lo, min(lo + per, rows.size))
+        games = np.cumsum(self.k * distinct(cand).sum(1))  # rollout games up to each row
+        lo = 0
+        while lo < rows.size:
+            done = games[lo - 1] if lo else 0
+            hi = max(lo + 1, int(np.searchsorted(games, done + ROLLOUT_BATCH, side="right")))
+            part = np.arange(lo, hi)
             r = rows[part]
             pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
             acts[r] = cand[part, pick]
+            lo = hi
         return acts, rows
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
@@ -221,17 +234,23 @@ class SearchAgent(Agent):
 
     def evaluate(self, view: belief.PublicView, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """int64 ``[R, k, c]``: the seat's score with each candidate on each of k sampled
-        deals."""
-        r, c, k = cand.shape[0], cand.shape[1], self.k
-        deals = belief.sample(self.rules, view, k, self.rng)  # rows r*k + j
-        st = deals.take(np.repeat(np.arange(r * k), c))  # rows (r*k + j)*c + i
-        first = np.repeat(cand, k, axis=0).reshape(-1)
+        deals. A candidate that repeats the row's first (fewer legal actions than c) is not
+        played out: its scores are the first's."""
+        r, k = cand.shape[0], self.k
+        deals = belief.sample(self.rules, view, k, self.rng)  # rows i*k + j
+        keep = distinct(cand)
+        n = keep.sum(1)  # candidates played out per row, the distinct ones first in ``order``
+        order = np.argsort(~keep, axis=1, kind="stable")
+        deal = np.repeat(np.arange(r * k), np.repeat(n, k))  # each deal once per candidate
+        start = np.repeat(np.cumsum(np.repeat(n, k)) - np.repeat(n, k), np.repeat(n, k))
+        col = order[deal // k, np.arange(deal.size) - start]
+        st = deals.take(deal)
         seat = st.actor.astype(np.int64)
-        core.step(self.rules, st, first)
-        match = np.repeat(obs[:, _MATCH_COLS], k * c, axis=0)
-        pair = np.repeat(np.arange(r * k), c)
-        rollout(self.rules, self.base, st, match, pair, self.rng)
-        return seat_scores(st, seat).reshape(r, k, c)
+        core.step(self.rules, st, cand[deal // k, col])
+        rollout(self.rules, self.base, st, obs[deal // k][:, _MATCH_COLS], deal, self.rng)
+        scores = np.empty((r, k, cand.shape[1]), dtype=np.int64)
+        scores[deal // k, deal % k, col] = seat_scores(st, seat)
+        return np.where(keep[:, None, :], scores, scores[:, :, :1])
 
     def choose(self, scores: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """int ``[R]``: which candidate to play, given the scores of :meth:`evaluate`: the best
@@ -240,9 +259,7 @@ class SearchAgent(Agent):
         (a row with fewer legal actions than c) is never chosen."""
         r, k, _ = scores.shape
         mean = scores.mean(1)
-        repeated = np.zeros_like(cand, dtype=bool)
-        repeated[:, 1:] = cand[:, 1:] == cand[:, :1]
-        best = np.where(repeated, -np.inf, mean).argmax(1)
+        best = np.where(distinct(cand), mean, -np.inf).argmax(1)
         diff = scores[np.arange(r), :, best] - scores[:, :, 0]  # [R, k]
         gain = diff.mean(1)
         se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
@@ -271,9 +288,13 @@ def parse_spec(arg: str) -> tuple[str, dict]:
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")
         try:
-            opts[name] = float(value) if name in ("unsure", "z") else int(value)
+            if name == "c" and value == "all":
+                opts[name] = _LIMITS["c"][1]
+            else:
+                opts[name] = float(value) if name in ("unsure", "z") else int(value)
         except ValueError:
             kind = "a number" if name in ("unsure", "z") else "an integer"
+            kind += " or 'all'" if name == "c" else ""
             raise ValueError(f"search:{arg}: option {name}={value!r} is not {kind}") from None
         base = head
     if not base:

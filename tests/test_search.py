@@ -11,6 +11,7 @@ import pytest
 
 import zhuoji_env
 from agents import make_agent
+from agents import search as search_module
 from agents.arena import main as arena_main
 from agents.base import Agent, decide
 from agents.search import SearchAgent, parse_spec, rollout_probs
@@ -150,6 +151,7 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("ppo-guiyang:greedy:unsure=0.9", ("ppo-guiyang:greedy", {"unsure": 0.9})),
         ("ppo:a:b.pt:k=4", ("ppo:a:b.pt", {"k": 4})),
         ("rule:z=0.5:c=4", ("rule", {"z": 0.5, "c": 4})),
+        ("rule:c=all", ("rule", {"c": 86})),
     ],
 )
 def test_spec_options(spec, want):
@@ -163,6 +165,7 @@ def test_spec_options(spec, want):
         ("search:rule:k=0", "out of range"),
         ("search:rule:k=x", "not an integer"),
         ("search:rule:c=1", "out of range"),
+        ("search:rule:c=most", "c='most' is not an integer or 'all'"),
         ("search:rule:unsure=2", r"\(0, 1\]"),
         ("search:rule:z=-1", r"\[0, 10\]"),
         ("search:rule:z=x", "not a number"),
@@ -242,3 +245,37 @@ def test_bench_search_counts_and_refuses(capsys):
         with pytest.raises(SystemExit) as exc:
             bench_search.main(bad)
         assert exc.value.code == 2
+
+
+def test_a_repeated_candidate_is_scored_as_the_first_without_being_played_out(monkeypatch):
+    """Rows with fewer legal actions than c repeat their first candidate: those columns take
+    the first's scores and add no rollout games, and the other columns score as with c equal
+    to the legal count (same deals, same random numbers)."""
+    game = BatchGame("guiyang", batch_size=64, seed=2)
+    rng = np.random.default_rng(0)
+    while True:
+        game.step(game.random_actions(rng))
+        legal = game.state.mask.sum(1)
+        rows = np.flatnonzero(legal == 2)
+        if rows.size and (legal > 3).any():
+            rows = np.array([rows[0], np.flatnonzero(legal > 3)[0]])
+            break
+    st, g = game.state, np.arange(64)
+    obs, mask, view = encode(st, g, st.actor)[rows], st.mask[rows], belief.public_view(st, rows)
+    played = []
+    real = search_module.rollout
+    monkeypatch.setattr(
+        search_module, "rollout", lambda *a: played.append(a[2].batch_size) or real(*a)
+    )
+
+    def scores(c):
+        agent = SearchAgent(make_agent("random", seed=1), k=5, c=c, seed=6)
+        cand = agent.candidates(obs, mask, rollout_probs(agent.base, obs, mask))
+        return cand, agent.evaluate(view, obs, cand)
+
+    cand, three = scores(3)
+    assert cand[0, 2] == cand[0, 0] and len(set(cand[1])) == 3
+    assert played == [5 * 2 + 5 * 3]
+    assert np.array_equal(three[0, :, 2], three[0, :, 0])
+    two_cand, two = scores(2)
+    assert np.array_equal(two_cand, cand[:, :2]) and np.array_equal(two[0], three[0, :, :2])
