@@ -32,7 +32,8 @@ def base(tmp_path):
 
 
 def _run(base, out, *flags) -> dict:
-    argv = ["--base", str(base), "--out-dir", str(out), "--tables", "6", "--k", "2", "--c", "3"]
+    argv = ["--base", str(base), "--out-dir", str(out), "--tables", "6", "--k", "2", "--c", "3",
+            "--no-progress"]  # fmt: skip
     assert distill_search.main([*argv, *flags]) == 0
     return dict(np.load(out / "searched.npz"))
 

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from agents.ppo import NetInput, PPOAgent, load_checkpoint, save_checkpoint, shipped_policy
 from agents.registry import SHIPPED_POLICIES
@@ -100,6 +101,8 @@ class Args:
     """folder of distilled.pt, searched.npz and distill.json"""
     force: bool = False
     """replace a distilled.pt (and its companions) already in --out-dir"""
+    progress: bool = True
+    """a progress bar of the searched decisions collected"""
 
 
 def base_path(name: str) -> Path:
@@ -165,7 +168,8 @@ def collect(args: Args, agent: SearchAgent, rules: Rules) -> dict[str, np.ndarra
     game = BatchGame(rules, batch_size=args.tables, seed=args.seed)
     g = np.arange(args.tables)
     kept: dict[str, list[np.ndarray]] = {"obs": [], "mask": [], "search": [], "favourite": []}
-    count, start = 0, time.perf_counter()
+    count, overruled, start = 0, 0, time.perf_counter()
+    bar = tqdm(total=args.searched, desc="searched", unit="decision", disable=not args.progress)
     while count < args.searched:
         if args.time_limit and time.perf_counter() - start > 60 * args.time_limit:
             break
@@ -180,7 +184,11 @@ def collect(args: Args, agent: SearchAgent, rules: Rules) -> dict[str, np.ndarra
             kept["search"].append(acts[rows])
             kept["favourite"].append(np.where(mask[rows], probs, -1.0).argmax(1))
             count += rows.size
+            overruled += int((kept["search"][-1] != kept["favourite"][-1]).sum())
+            bar.update(rows.size)
+            bar.set_postfix(overruled=overruled, refresh=False)
         game.step(acts)
+    bar.close()
     if count < 2:
         raise FlagError(
             f"--time-limit {args.time_limit}: only {count} searched decision(s) were collected; "
