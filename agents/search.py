@@ -46,8 +46,9 @@ takes about 25 minutes on two cores (docs/search.md)."""
 
 _LIMITS = {"k": (1, 4096), "c": (2, 86)}
 ROLLOUT_BATCH = 32_768
-"""Rollout games stepped as one batch at most (about 7 KB each): a decision's k x c rollouts
-are never split, so tables are searched together in groups that fit."""
+"""Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
+each of its distinct candidates) are never split, so tables are searched together in groups
+that fit."""
 _MATCH_COLS = np.concatenate(
     [np.arange(SLICES[b].start, SLICES[b].stop) for b in ("scores", "hand_no")]
 )
@@ -175,10 +176,11 @@ class SearchAgent(Agent):
 
     def act_view_searched(
         self, obs, mask, view: belief.PublicView
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`act_view`'s actions and the rows it searched (int ``[R]``, ascending): the
-        decisions whose action came from rollouts, which expert iteration learns from
-        (:mod:`training.distill_search`)."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`act_view`'s actions, the rows it searched (int ``[R]``, ascending: the
+        decisions whose action came from rollouts, which expert iteration learns from,
+        :mod:`training.distill_search`) and BASE's favourite at each (int ``[R]``, the
+        candidate the search played unless another beat it)."""
         obs = np.asarray(obs, dtype=np.float32)
         mask = np.asarray(mask).astype(bool, copy=False)
         if obs.ndim != 2 or mask.ndim != 2 or view.batch_size != obs.shape[0]:
@@ -192,7 +194,7 @@ class SearchAgent(Agent):
         search, probs = self.to_search(obs, mask)
         rows = np.flatnonzero(search)
         if not rows.size:
-            return acts, rows
+            return acts, rows, rows
         if probs is None:
             probs = rollout_probs(self.base, obs[rows], mask[rows])
         else:
@@ -208,7 +210,7 @@ class SearchAgent(Agent):
             pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
             acts[r] = cand[part, pick]
             lo = hi
-        return acts, rows
+        return acts, rows, cand[:, 0]
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
         """``(bool [k], probs)``: the decisions to search (more than one legal action and, with
@@ -247,7 +249,7 @@ class SearchAgent(Agent):
         st = deals.take(deal)
         seat = st.actor.astype(np.int64)
         core.step(self.rules, st, cand[deal // k, col])
-        rollout(self.rules, self.base, st, obs[deal // k][:, _MATCH_COLS], deal, self.rng)
+        rollout(self.rules, self.base, st, obs[:, _MATCH_COLS][deal // k], deal, self.rng)
         scores = np.empty((r, k, cand.shape[1]), dtype=np.int64)
         scores[deal // k, deal % k, col] = seat_scores(st, seat)
         return np.where(keep[:, None, :], scores, scores[:, :, :1])
@@ -256,7 +258,8 @@ class SearchAgent(Agent):
         """int ``[R]``: which candidate to play, given the scores of :meth:`evaluate`: the best
         mean, where it beats BASE's favourite (candidate 0) by more than ``z`` standard errors
         of their paired difference over the deals; else the favourite. A repeated candidate
-        (a row with fewer legal actions than c) is never chosen."""
+        (a row with fewer legal actions than c) is never chosen. With ``k=1``, or differences
+        equal on every deal, the standard error is 0 and any gain overrules the favourite."""
         r, k, _ = scores.shape
         mean = scores.mean(1)
         best = np.where(distinct(cand), mean, -np.inf).argmax(1)

@@ -9,18 +9,22 @@ The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c`
 engine batch. At every decision it searched (where BASE was unsure), the seat's observation, its
 legal actions, the action the search chose and BASE's own most likely action are kept, until
 ``--searched`` such decisions or ``--time-limit`` minutes. BASE's network is then fitted to the
-search's choices (cross-entropy, :func:`training.learner.behaviour_clone`; the last
-``--held-out`` share of the decisions is held out and measured before and after), its value
-head left to PPO. Written to ``--out-dir``:
+search's choices (cross-entropy, :func:`training.learner.behaviour_clone`; the decisions of the
+last tables, a ``--held-out`` share of all, are held out and measured before and after). The
+value head is not fitted (it shares the trunk, so it drifts a little; PPO refits it). Written
+to ``--out-dir``:
 
 - ``distilled.pt``: the fitted network, a checkpoint that ``ppo_selfplay --resume`` continues
   (with a fresh optimizer) and ``ship_policy`` ships; its ``stages`` are BASE's and one more for
   this run (0 decisions of PPO; what was distilled and how well, in ``distill``);
-- ``searched.npz``: the decisions (``obs``, ``mask``, ``search``, ``favourite``), plain arrays;
+- ``searched.npz``: the decisions (``obs``, ``mask``, ``search``, ``favourite``, ``table``),
+  plain arrays, ordered by table and then by time;
 - ``distill.json``: the stage's numbers.
 
 Every flag is checked before any work starts; a bad one exits with status 2 and a message naming
-it. An ``--out-dir`` that holds a ``distilled.pt`` is refused unless ``--force``.
+it. An ``--out-dir`` that holds any of the three files is refused unless ``--force``.
+``--c 86`` searches every legal action (the spec's ``c=all``); ``--no-progress`` drops the
+progress bar.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from training.learner import Demonstrations, behaviour_clone
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.game import batch_memory
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
@@ -100,7 +105,7 @@ class Args:
     out_dir: str = "runs/distill"
     """folder of distilled.pt, searched.npz and distill.json"""
     force: bool = False
-    """replace a distilled.pt (and its companions) already in --out-dir"""
+    """replace the files of a distillation already in --out-dir"""
     progress: bool = True
     """a progress bar of the searched decisions collected"""
 
@@ -138,7 +143,7 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
     )
     check_out_dir(args.out_dir)
     taken = [p for p in output_paths(args.out_dir) if p.exists()]
-    if (Path(args.out_dir) / CHECKPOINT).exists() and not args.force:
+    if taken and not args.force:
         raise FlagError(
             f"--out-dir {args.out_dir!r} holds a distillation already "
             f"({', '.join(p.name for p in taken)}); choose another folder, or --force to replace it"
@@ -151,7 +156,8 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             f"{', '.join(SHIPPED_POLICIES)}; anything else is a checkpoint file)"
         ) from None
     rules = Rules.make(ckpt.get("rules"))
-    per_row = 4 * (OBS_SIZE + net.in_size) + NUM_ACTIONS + 16
+    check_flag_memory(f"--tables {args.tables}", batch_memory(args.tables, rules.num_players))
+    per_row = 4 * (OBS_SIZE + net.in_size) + NUM_ACTIONS + 24
     check_flag_memory(f"--searched {args.searched}", 2 * args.searched * per_row)
     return net, ckpt, rules
 
@@ -164,10 +170,13 @@ def output_paths(out_dir: str) -> list[Path]:
 def collect(args: Args, agent: SearchAgent, rules: Rules) -> dict[str, np.ndarray]:
     """The search agent in every seat of ``args.tables`` games until ``args.searched`` searched
     decisions (or the time limit): per searched decision the v1 observation, legal actions,
-    the search's action and BASE's most likely one."""
+    the search's action, BASE's favourite and the table, ordered by table and then by time
+    (so that the held-out share is whole tables but one)."""
     game = BatchGame(rules, batch_size=args.tables, seed=args.seed)
     g = np.arange(args.tables)
-    kept: dict[str, list[np.ndarray]] = {"obs": [], "mask": [], "search": [], "favourite": []}
+    kept: dict[str, list[np.ndarray]] = {
+        "obs": [], "mask": [], "search": [], "favourite": [], "table": []
+    }  # fmt: skip
     count, overruled, start = 0, 0, time.perf_counter()
     bar = tqdm(total=args.searched, desc="searched", unit="decision", disable=not args.progress)
     while count < args.searched:
@@ -176,13 +185,13 @@ def collect(args: Args, agent: SearchAgent, rules: Rules) -> dict[str, np.ndarra
         st = game.state
         mask = st.mask
         obs = encode(st, g, st.actor, game.scores, game.hand_no, rules.hands_per_game)
-        acts, rows = agent.act_view_searched(obs, mask, public_view(st, g))
+        acts, rows, favourite = agent.act_view_searched(obs, mask, public_view(st, g))
         if rows.size:
-            probs = agent.base.policy(obs[rows], mask[rows])[0]
             kept["obs"].append(obs[rows])
             kept["mask"].append(mask[rows])
             kept["search"].append(acts[rows])
-            kept["favourite"].append(np.where(mask[rows], probs, -1.0).argmax(1))
+            kept["favourite"].append(favourite)
+            kept["table"].append(rows)
             count += rows.size
             overruled += int((kept["search"][-1] != kept["favourite"][-1]).sum())
             bar.update(rows.size)
@@ -194,13 +203,14 @@ def collect(args: Args, agent: SearchAgent, rules: Rules) -> dict[str, np.ndarra
             f"--time-limit {args.time_limit}: only {count} searched decision(s) were collected; "
             "the fit needs at least 2"
         )
-    return {k: np.concatenate(v) for k, v in kept.items()}
+    order = np.argsort(np.concatenate(kept["table"]), kind="stable")
+    return {k: np.concatenate(v)[order] for k, v in kept.items()}
 
 
 def fit(net, args: Args, rules: Rules, data: dict[str, np.ndarray]) -> dict:
     """Fit ``net`` to the search's choices; the fit's numbers and, on the held-out decisions,
-    how often the network's most likely action is the search's where the search overruled BASE
-    (0 before the fit) and where it did not (1 before)."""
+    how often the fitted network's most likely action is the search's choice where the search
+    overruled BASE's favourite and where it played it."""
     read = NetInput(net.obs_version, rules)
     seen = np.concatenate(
         [
@@ -280,6 +290,7 @@ def train(args: Args) -> dict:
         "command": command_line(PROG, args),
         "commit": source_commit(),
         "preset": rules.preset,
+        "rules": rules.to_record(),
         "decisions": 0,
         "seconds": round(seconds, 1),
         "started": started,
@@ -288,11 +299,7 @@ def train(args: Args) -> dict:
     print(json.dumps(stage["distill"], indent=1), flush=True)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    extra = {
-        k: v
-        for k, v in ckpt.items()
-        if k not in ("model", "optimizer", "hidden", "obs_size", "obs_version")
-    }
+    extra = {k: ckpt[k] for k in ("rules", "decisions") if k in ckpt}
     extra["stages"] = [*ckpt.get("stages", []), stage]
     write_atomic(out / "searched.npz", lambda tmp: save_arrays(tmp, data))
     write_text_atomic(out / "distill.json", json.dumps({"args": asdict(args), **stage}, indent=1))
