@@ -10,6 +10,7 @@ row pick the same argmax. Needs the ``rllib`` extra (``make rllib``).
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 
@@ -30,7 +31,13 @@ from test_rllib import SMALL  # noqa: E402
 
 from agents.rllib import NEG_INF, MaskedPolicyModule  # noqa: E402
 from training import rllib_ppo  # noqa: E402
-from training.rllib_batched import BatchedEnvRunner, RunnerFailure  # noqa: E402
+from training.rllib_batched import (  # noqa: E402
+    BatchedEnvRunner,
+    BatchedTrainBatch,
+    LeanPPOLearner,
+    RunnerFailure,
+    _TakeShuffledBatch,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -211,10 +218,15 @@ def test_a_payment_owed_at_a_cut_is_paid_in_the_next_chunk():
     assert list(second.extra_model_outputs[Columns.ACTION_LOGP].data) == [-2.0, -3.0]
 
 
+def _default_connectors(cfg):
+    """``cfg`` with RLlib's default learner connectors (PPO's: one step added, GAE)."""
+    return cfg.learners(learner_connector=None, add_default_connectors_to_learner_pipeline=True)
+
+
 def test_the_learner_builds_the_same_train_batch():
     """PPO's learner connectors (one step added, GAE with the value head) turn the whole
     matches of both runners into the same train batch, column by column."""
-    cfg = _exact_config(None)
+    cfg = _default_connectors(_exact_config(None))
     stock = MultiAgentEnvRunner(config=cfg)
     batched = BatchedEnvRunner(config=_exact_config(BatchedEnvRunner))
     learner = cfg.build_learner(spaces=stock.get_spaces())
@@ -247,6 +259,131 @@ def test_the_learner_builds_the_same_train_batch():
         for x, y in zip(tree.flatten(a[col]), tree.flatten(b[col]), strict=True):
             assert x.shape == y.shape, col
             assert torch.allclose(x.double(), y.double(), atol=1e-5), col
+
+
+@pytest.mark.parametrize("league", [False, True], ids=["one-module", "league"])
+def test_batched_train_batch_is_rllibs_default_pipeline(league):
+    """``BatchedTrainBatch`` against RLlib's own pipeline (AddOneTsToEpisodesAndTruncate, the
+    default pieces, GeneralAdvantageEstimation) on the batched runner's episodes: chunks cut
+    mid-match and matches that ended, gamma and lambda below 1, with a league. Its batch is that
+    pipeline's batch with the phantom (loss-masked) rows left out, value for value, and holds
+    the trained module only."""
+    extra = ["--hidden=16", "--gamma=0.97", "--gae-lambda=0.9"]
+    if league:
+        extra += ["--league-size=1", "--league-prob=0.5"]
+    cfg = _config(BatchedEnvRunner, games=8, extra=extra)
+    runner = BatchedEnvRunner(config=cfg)
+    learner = cfg.build_learner(spaces=runner.get_spaces())
+    assert isinstance(learner, LeanPPOLearner)
+    (ours_piece,) = learner._learner_connector.connectors
+    assert isinstance(ours_piece, BatchedTrainBatch)
+    stock = _default_connectors(cfg.copy(copy_frozen=False)).build_learner(
+        spaces=runner.get_spaces()
+    )
+    ended = cut = 0
+    for _ in range(3):
+        episodes = runner.sample(num_timesteps=8 * 40, explore=True)
+        ended += sum(e.is_done for e in episodes)
+        cut += sum(not e.is_done for e in episodes)
+        theirs = stock._learner_connector(
+            rl_module=stock.module,
+            batch={},
+            episodes=copy.deepcopy(episodes),  # RLlib's pipeline extends them in place
+            shared_data={},
+            metrics=None,
+        )
+        ours = learner._learner_connector(
+            rl_module=stock.module, batch={}, episodes=episodes, shared_data={}, metrics=None
+        )
+        assert set(ours) == {"shared"}
+        assert set(theirs) == ({"shared", "frozen_0"} if league else {"shared"})
+        a, b = theirs["shared"], ours["shared"]
+        real = a[Columns.LOSS_MASK].numpy()
+        assert 0 < real.sum() < len(real) and len(b[Columns.ACTIONS]) == real.sum()
+        assert set(b) == set(a) - {
+            Columns.LOSS_MASK,
+            Columns.REWARDS,
+            Columns.TERMINATEDS,
+            Columns.TRUNCATEDS,
+            "weights_seq_no",
+        }
+        for col in b:
+            for x, y in zip(tree.flatten(a[col]), tree.flatten(b[col]), strict=True):
+                assert x.dtype == y.dtype, col
+                np.testing.assert_array_equal(x.numpy()[real], y.numpy(), err_msg=col)
+    assert ended and cut
+
+
+def test_batched_train_batch_refuses_episodes_it_cannot_read():
+    """Episodes with list buffers (RLlib's own runner, not numpy'ized) get a clear error."""
+    cfg = _exact_config(None)
+    stock = MultiAgentEnvRunner(config=cfg)
+    learner = cfg.build_learner(spaces=stock.get_spaces())
+    episodes = stock.sample(num_episodes=1, explore=False)
+    with pytest.raises(ValueError, match="numpy'ized episodes without a lookback buffer"):
+        learner._learner_connector(
+            rl_module=learner.module, batch={}, episodes=episodes, shared_data={}, metrics=None
+        )
+
+
+def test_take_shuffle_is_rllibs_shuffle():
+    """Same permutation, same rows: ``_TakeShuffledBatch.shuffle`` against
+    ``SampleBatch.shuffle`` from the same numpy seed, nested observation dict included."""
+    from ray.rllib.policy.sample_batch import SampleBatch
+
+    gen = torch.Generator().manual_seed(3)
+    data = {
+        Columns.OBS: {
+            "observation": torch.randn(50, 7, generator=gen),
+            "action_mask": torch.ones(50, 86, dtype=torch.int8),
+        },
+        Columns.ACTIONS: torch.arange(50, dtype=torch.int32),
+        Columns.ACTION_LOGP: torch.randn(50, generator=gen),
+    }
+    data[Columns.OBS]["action_mask"][:, 0] = torch.arange(50) % 7
+    np.random.seed(11)
+    theirs = SampleBatch({k: v for k, v in data.items()}).shuffle()
+    np.random.seed(11)
+    ours = _TakeShuffledBatch({k: v for k, v in data.items()}).shuffle()
+    assert not torch.equal(ours[Columns.ACTIONS], data[Columns.ACTIONS])
+    for x, y in zip(tree.flatten(dict(theirs)), tree.flatten(dict(ours)), strict=True):
+        assert x.dtype == y.dtype and torch.equal(x, y)
+
+
+def _learners():
+    """The lean learner and RLlib's, the same module weights in both."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    cfg = _config(BatchedEnvRunner, extra=["--hidden=16"])
+    spaces = BatchedEnvRunner(config=cfg).get_spaces()
+    lean = cfg.build_learner(spaces=spaces)
+    stock = (
+        cfg.copy(copy_frozen=False)
+        .learners(learner_class=PPOTorchLearner)
+        .build_learner(spaces=spaces)
+    )
+    assert type(stock) is PPOTorchLearner and isinstance(lean, LeanPPOLearner)
+    stock.module.set_state(lean.module.get_state())
+    return lean, stock
+
+
+@pytest.mark.parametrize("poison", [None, float("nan"), float("inf")])
+def test_lean_learner_applies_gradients_as_rllib(poison):
+    """Two Adam steps from the same gradients leave the same weights as RLlib's learner, also
+    when a gradient holds a NaN or an infinity (RLlib zeroes those entries, and so must the
+    fallback)."""
+    lean, stock = _learners()
+    gen = torch.Generator().manual_seed(5)
+    for step in range(2):
+        grads = [torch.randn(p.shape, generator=gen) for p in lean._params.values()]
+        if poison is not None and step == 1:
+            grads[0].view(-1)[3] = poison
+        for learner in (lean, stock):  # each keys its gradients by its own parameters
+            keyed = zip(learner._params, grads, strict=True)
+            learner.apply_gradients({k: g.clone() for k, g in keyed})
+    for mine, theirs in zip(lean._params.values(), stock._params.values(), strict=True):
+        assert torch.isfinite(mine).all()
+        assert torch.equal(mine, theirs)
 
 
 def test_sampled_actions_are_legal_and_their_log_probs_are_the_modules():

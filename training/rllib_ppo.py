@@ -67,7 +67,13 @@ from zhuoji_env.fileio import (
 
 try:
     from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
-    from training.rllib_batched import BatchedEnvRunner, RunnerFailure, ZhuojiMultiAgentEnv
+    from training.rllib_batched import (
+        BatchedEnvRunner,
+        BatchedTrainBatch,
+        LeanPPOLearner,
+        RunnerFailure,
+        ZhuojiMultiAgentEnv,
+    )
 except ImportError as exc:  # as a script: a usage error (exit 2); imported: a clear ImportError
     if __name__ != "__main__":
         raise ImportError(f"training.rllib_ppo needs Ray RLlib, {RLLIB_MISSING}: {exc}") from exc
@@ -285,6 +291,21 @@ def runner_class(name: str):
     return BatchedEnvRunner if name == "batched" else None
 
 
+def learner_connector(args: Args) -> dict:
+    """``--runner batched``: PPO's learner pipeline by array (:class:`BatchedTrainBatch`) in
+    place of RLlib's default pieces; ``aec``: RLlib's defaults."""
+    if args.runner != "batched":
+        return {}
+    gamma, lambda_ = args.gamma, args.gae_lambda
+
+    def build(obs_space, act_space):
+        return BatchedTrainBatch(
+            obs_space, act_space, gamma=gamma, lambda_=lambda_, modules_to_train=[POLICY_ID]
+        )
+
+    return {"learner_connector": build, "add_default_connectors_to_learner_pipeline": False}
+
+
 def build_config(args: Args):
     """The ``PPOConfig`` of a run: one shared :class:`MaskedPolicyModule` for every seat, and
     ``--league-size`` frozen copies of it that are never trained."""
@@ -325,7 +346,11 @@ def build_config(args: Args):
             episodes_to_numpy=False,
         )
         .fault_tolerance(restart_failed_env_runners=False)  # a failed runner ends the run
-        .learners(num_learners=args.num_learners)
+        .learners(
+            num_learners=args.num_learners,
+            learner_class=LeanPPOLearner,
+            **learner_connector(args),
+        )
         .training(
             train_batch_size_per_learner=args.train_batch,
             minibatch_size=args.minibatch,
