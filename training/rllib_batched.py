@@ -629,13 +629,27 @@ class BatchedTrainBatch(ConnectorV2):
 
     def _module_batch(self, module, eps: list[SingleAgentEpisode]) -> dict:
         lens = np.array([len(e) for e in eps])
+        # The observations: every episode's real steps, then every episode's bootstrap one (the
+        # value pass needs both, the train batch the first part only, as a view).
         obs = {
-            key: np.concatenate([e.observations.data[key] for e in eps])
+            key: np.concatenate(
+                [e.observations.data[key][:-1] for e in eps]
+                + [e.observations.data[key][-1:] for e in eps]
+            )
             for key in eps[0].observations.data
         }
-        # Row r of the extended batch: a real step, or an episode's phantom (bootstrap) step.
-        phantom = np.zeros(int(lens.sum() + len(eps)), bool)
+        real_rows = int(lens.sum())
+        with torch.no_grad():
+            values = module.compute_values(
+                {Columns.OBS: {k: torch.from_numpy(v) for k, v in obs.items()}}
+            )
+        values = values.cpu().numpy()
+        # Row r of RLlib's extended batch: a real step, or an episode's phantom (bootstrap) one.
+        phantom = np.zeros(real_rows + len(eps), bool)
         phantom[np.cumsum(lens + 1) - 1] = True
+        real = ~phantom
+        extended = np.empty_like(values)
+        extended[real], extended[phantom] = values[:real_rows], values[real_rows:]
         last = np.flatnonzero(phantom) - 1  # each episode's last real step
         terminated = np.array([e.is_terminated for e in eps])
         terminateds = np.zeros(phantom.size, bool)
@@ -643,25 +657,19 @@ class BatchedTrainBatch(ConnectorV2):
         terminateds[last] = terminated
         truncateds[last] = ~terminated  # a cut chunk, or a truncated episode: bootstrap
         rewards = np.zeros(phantom.size, np.float64)
-        rewards[~phantom] = np.concatenate([e.rewards.data for e in eps])
-        with torch.no_grad():
-            values = module.compute_values(
-                {Columns.OBS: {k: torch.from_numpy(v) for k, v in obs.items()}}
-            )
-        values = values.cpu().numpy()
+        rewards[real] = np.concatenate([e.rewards.data for e in eps])
         targets = compute_value_targets(
-            values=values,
+            values=extended,
             rewards=rewards,
             terminateds=terminateds,
             truncateds=truncateds,
             gamma=self.gamma,
             lambda_=self.lambda_,
         )
-        advantages = targets - values
+        advantages = targets - extended
         advantages = (advantages - advantages.mean()) / max(1e-4, advantages.std())
-        real = ~phantom
         out = {
-            Columns.OBS: {k: torch.from_numpy(v[real]) for k, v in obs.items()},
+            Columns.OBS: {k: torch.from_numpy(v[:real_rows]) for k, v in obs.items()},
             Postprocessing.ADVANTAGES: torch.from_numpy(advantages[real]),
             Postprocessing.VALUE_TARGETS: torch.from_numpy(targets[real]),
         }
