@@ -59,9 +59,15 @@ from collections import defaultdict
 import numpy as np
 import torch
 import tree
+from ray.rllib.algorithms.ppo.ppo import (
+    LEARNER_RESULTS_KL_KEY,
+    LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY,
+    LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY,
+)
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
@@ -81,6 +87,7 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
+from ray.rllib.utils.torch_utils import explained_variance
 
 import zhuoji_env
 from zhuoji_env.engine import core
@@ -592,13 +599,15 @@ class BatchedTrainBatch(ConnectorV2):
     column from per-step lists, runs one value pass and computes GAE (``compute_value_targets``)
     over the whole batch, then standardises the advantages over every row, phantom ones too.
     This piece does the same with one concatenation per column: the same value pass over the
-    same rows in the same order, RLlib's own ``compute_value_targets`` on the same arrays, the
-    same standardisation; then it keeps the real time steps only, so the batch holds exactly the
-    transitions sampled (no ``loss_mask``: PPO's loss is then the plain mean, which equals the
-    masked mean over the same rows). So the SGD steps see real rows only (32 an update of 8,192
-    decisions in minibatches of 1,024 for 4 epochs, where RLlib's ~9% of masked rows make about
-    35), and the learner's counts of module steps trained and its value function's explained
-    variance leave the phantom rows out.
+    same rows (ordered steps first, bootstrap rows after, so that the train batch's observations
+    are a view: the values can differ from RLlib's in the last bit), RLlib's own
+    ``compute_value_targets`` on the same arrays, the same standardisation; then it keeps the
+    real time steps only, so the batch holds exactly the transitions sampled (no
+    ``loss_mask``: PPO's loss is then the plain mean, which equals the masked mean over the same
+    rows). So the SGD steps see real rows only (32 an update of 8,192 decisions in minibatches
+    of 1,024 for 4 epochs, where RLlib's ~9% of masked rows make about 35), and the learner's
+    counts of module steps trained and its value function's explained variance leave the
+    phantom rows out.
 
     Only the modules in ``modules_to_train`` get rows (RLlib drops the others' after the
     pipeline). Episodes must be numpy'ized, as the batched runner hands them over (a lookback
@@ -644,17 +653,25 @@ class BatchedTrainBatch(ConnectorV2):
             return np.concatenate([_own_rows(b) for b in buffers])
 
         lens = np.array([len(e) for e in eps])
-        # Every episode's observations (its steps, then its bootstrap one), in RLlib's order.
+        # The observations: every episode's steps, then every episode's bootstrap one (the value
+        # pass needs both, the train batch the first part only, as a view; RLlib interleaves
+        # them, so the values may differ from its pass in the last bit).
         own = [_own_rows(e.observations) for e in eps]
-        obs = {key: np.concatenate([o[key] for o in own]) for key in own[0]}
+        obs = {
+            key: np.concatenate([o[key][:-1] for o in own] + [o[key][-1:] for o in own])
+            for key in own[0]
+        }
+        steps = int(lens.sum())
         with torch.no_grad():
             values = module.compute_values(
                 {Columns.OBS: {k: torch.from_numpy(v).to(device) for k, v in obs.items()}}
             )
         values = values.cpu().numpy()
-        phantom = np.zeros(values.size, bool)  # each episode's bootstrap row
+        # Row r of RLlib's extended batch: an episode's step, or its phantom (bootstrap) row.
+        phantom = np.zeros(values.size, bool)
         phantom[np.cumsum(lens + 1) - 1] = True
         real = ~phantom
+        values[real], values[phantom] = values[:steps].copy(), values[steps:].copy()
         last = np.flatnonzero(phantom) - 1  # each episode's last real step
         terminated = np.array([e.is_terminated for e in eps])
         terminateds = np.zeros(phantom.size, bool)
@@ -674,7 +691,7 @@ class BatchedTrainBatch(ConnectorV2):
         advantages = targets - values
         advantages = (advantages - advantages.mean()) / max(1e-4, advantages.std())
         out = {
-            Columns.OBS: {k: v[real] for k, v in obs.items()},
+            Columns.OBS: {k: v[:steps] for k, v in obs.items()},
             Postprocessing.ADVANTAGES: advantages[real],
             Postprocessing.VALUE_TARGETS: targets[real],
             Columns.ACTIONS: column([e.actions for e in eps]),
@@ -708,9 +725,11 @@ def _check_numpy_episode(sa: SingleAgentEpisode) -> None:
 
 
 class LeanPPOLearner(PPOTorchLearner):
-    """RLlib's ``PPOTorchLearner`` with two of its per-step costs cut: the same loss, gradients
+    """RLlib's ``PPOTorchLearner`` with three of its per-step costs cut: the same loss, gradients
     and optimizer steps on the same minibatches.
 
+    - The loss: RLlib builds the sampling policy's action distribution (a softmax over every
+      row) for the KL term even when that term is off; here only when it is on.
     - Non-finite gradients: RLlib's ``apply_gradients`` checks every gradient tensor with
       ``isfinite(...).all()`` twice a step (a tenth of a minibatch step for this small
       network). Here one sum per tensor decides: a tensor whose sum is finite holds no NaN or
@@ -720,6 +739,63 @@ class LeanPPOLearner(PPOTorchLearner):
     - The per-epoch shuffle: RLlib's ``SampleBatch.shuffle`` gathers every column with torch's
       advanced indexing; :class:`_TakeShuffledBatch` draws the same permutation and gathers CPU
       columns with ``numpy.take``, about three times faster on this machine."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        """RLlib's PPO loss (``PPOTorchLearner.compute_loss_for_module``, the same terms and
+        logged metrics) without the sampling policy's action distribution that it builds from
+        ``action_dist_inputs`` for the KL term alone, when that term is off."""
+        if config.use_kl_loss:
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+        module = self.module[module_id].unwrapped()
+        if Columns.LOSS_MASK in batch:
+            mask = batch[Columns.LOSS_MASK]
+            num_valid = torch.sum(mask)
+
+            def possibly_masked_mean(data_):
+                return torch.sum(data_[mask]) / num_valid
+
+        else:
+            possibly_masked_mean = torch.mean
+        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        logp_ratio = torch.exp(dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP])
+        mean_kl_loss = torch.tensor(0.0, device=logp_ratio.device)
+        curr_entropy = dist.entropy()
+        mean_entropy = possibly_masked_mean(curr_entropy)
+        advantages = batch[Postprocessing.ADVANTAGES]
+        surrogate_loss = torch.min(
+            advantages * logp_ratio,
+            advantages * torch.clamp(logp_ratio, 1 - config.clip_param, 1 + config.clip_param),
+        )
+        if config.use_critic:
+            value_fn_out = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+            vf_loss = torch.pow(value_fn_out - batch[Postprocessing.VALUE_TARGETS], 2.0)
+            vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
+            mean_vf_loss = possibly_masked_mean(vf_loss_clipped)
+            mean_vf_unclipped_loss = possibly_masked_mean(vf_loss)
+        else:
+            z = torch.tensor(0.0, device=surrogate_loss.device)
+            value_fn_out = mean_vf_unclipped_loss = vf_loss_clipped = mean_vf_loss = z
+        entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+        total_loss = possibly_masked_mean(
+            -surrogate_loss + config.vf_loss_coeff * vf_loss_clipped - entropy_coeff * curr_entropy
+        )
+        self.metrics.log_dict(
+            {
+                POLICY_LOSS_KEY: -possibly_masked_mean(surrogate_loss),
+                VF_LOSS_KEY: mean_vf_loss,
+                LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY: mean_vf_unclipped_loss,
+                LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY: explained_variance(
+                    batch[Postprocessing.VALUE_TARGETS], value_fn_out
+                ),
+                ENTROPY_KEY: mean_entropy,
+                LEARNER_RESULTS_KL_KEY: mean_kl_loss,
+            },
+            key=module_id,
+            window=1,
+        )
+        return total_loss
 
     def apply_gradients(self, gradients_dict) -> None:
         if (
