@@ -5,8 +5,11 @@ are played by a league of frozen snapshots of it, ``--league-size``), through RL
 ``PettingZooEnv`` wrapper on RLlib's new API stack (``RLModule``, ``Learner``, ``EnvRunner``).
 Each env runner plays its games as one engine batch with one forward pass a step
 (:class:`training.rllib_batched.BatchedEnvRunner`, ``--runner batched``, the default), handing
-RLlib the episodes its own runner builds a decision at a time (``--runner aec``). A failure of
-an env runner ends the run with exit status 1 and a line naming the runner and its error.
+RLlib the episodes its own runner builds a decision at a time (``--runner aec``); with it the
+learner builds PPO's train batch by array (:class:`training.rllib_batched.BatchedTrainBatch`).
+Both runners train with :class:`training.rllib_batched.LeanPPOLearner`, RLlib's PPO learner
+with its update unchanged and three per-step costs cut. A failure of an env runner ends the run
+with exit status 1 and a line naming the runner and its error.
 By default the run is local: an embedded ``ray.init()`` on this machine. ``--address auto`` or
 ``--address HOST:PORT`` joins an existing Ray cluster (``ray start --head`` on one node,
 ``ray start --address HOST:PORT`` on the others); the env runners then sample on any node and
