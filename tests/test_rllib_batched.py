@@ -339,21 +339,31 @@ def test_batched_train_batch_reads_the_shards_of_several_learners():
         _assert_same_train_batch(learner, stock, shard, league=False)
 
 
+def _learners(cfg):
+    """The lean learner of ``cfg`` and RLlib's, the same module weights in both."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    spaces = BatchedEnvRunner(config=cfg).get_spaces()
+    lean = cfg.build_learner(spaces=spaces)
+    stock = (
+        cfg.copy(copy_frozen=False)
+        .learners(learner_class=PPOTorchLearner)
+        .build_learner(spaces=spaces)
+    )
+    assert type(stock) is PPOTorchLearner and isinstance(lean, LeanPPOLearner)
+    stock.module.set_state(lean.module.get_state())
+    return lean, stock
+
+
 def test_lean_learner_updates_as_rllibs_learner():
     """``LeanPPOLearner.update`` (its shuffle and its optimizer steps) leaves the weights that
     RLlib's ``PPOTorchLearner`` leaves, from the same episodes, weights and numpy seed, both
     with RLlib's default pipeline; and its batches are the take-shuffled kind."""
-    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
     from ray.rllib.core.learner.training_data import TrainingData
 
     cfg = _default_connectors(_config(BatchedEnvRunner, games=8, extra=["--hidden=16"]))
+    lean, stock = _learners(cfg)
     runner = BatchedEnvRunner(config=cfg)
-    spaces = runner.get_spaces()
-    lean = cfg.build_learner(spaces=spaces)
-    stock = cfg.copy(copy_frozen=False).learners(learner_class=PPOTorchLearner)
-    stock = stock.build_learner(spaces=spaces)
-    assert type(stock) is PPOTorchLearner and isinstance(lean, LeanPPOLearner)
-    stock.module.set_state(lean.module.get_state())
     episodes = runner.sample(num_timesteps=8 * 40, explore=True)
     made = lean._make_batch_if_necessary(TrainingData(episodes=copy.deepcopy(episodes)))
     assert all(isinstance(b, _TakeShuffledBatch) for b in made.policy_batches.values())
@@ -368,7 +378,6 @@ def test_lean_learner_updates_as_rllibs_learner():
         )
     mine, theirs = lean.module["shared"].state_dict(), stock.module["shared"].state_dict()
     assert mine.keys() == theirs.keys()
-    moved = False
     for key in mine:
         assert torch.equal(mine[key], theirs[key]), key
     start = BatchedEnvRunner(config=cfg).module["shared"].state_dict()
@@ -404,29 +413,12 @@ def test_take_shuffle_is_rllibs_shuffle():
     }
     data[Columns.OBS]["action_mask"][:, 0] = torch.arange(50) % 7
     np.random.seed(11)
-    theirs = SampleBatch({k: v for k, v in data.items()}).shuffle()
+    theirs = SampleBatch(dict(data)).shuffle()
     np.random.seed(11)
-    ours = _TakeShuffledBatch({k: v for k, v in data.items()}).shuffle()
+    ours = _TakeShuffledBatch(dict(data)).shuffle()
     assert not torch.equal(ours[Columns.ACTIONS], data[Columns.ACTIONS])
     for x, y in zip(tree.flatten(dict(theirs)), tree.flatten(dict(ours)), strict=True):
         assert x.dtype == y.dtype and torch.equal(x, y)
-
-
-def _learners():
-    """The lean learner and RLlib's, the same module weights in both."""
-    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-
-    cfg = _config(BatchedEnvRunner, extra=["--hidden=16"])
-    spaces = BatchedEnvRunner(config=cfg).get_spaces()
-    lean = cfg.build_learner(spaces=spaces)
-    stock = (
-        cfg.copy(copy_frozen=False)
-        .learners(learner_class=PPOTorchLearner)
-        .build_learner(spaces=spaces)
-    )
-    assert type(stock) is PPOTorchLearner and isinstance(lean, LeanPPOLearner)
-    stock.module.set_state(lean.module.get_state())
-    return lean, stock
 
 
 @pytest.mark.parametrize("poison", [None, float("nan"), float("inf")])
@@ -434,7 +426,7 @@ def test_lean_learner_applies_gradients_as_rllib(poison):
     """Two Adam steps from the same gradients leave the same weights as RLlib's learner, also
     when a gradient holds a NaN or an infinity (RLlib zeroes those entries, and so must the
     fallback)."""
-    lean, stock = _learners()
+    lean, stock = _learners(_config(BatchedEnvRunner, extra=["--hidden=16"]))
     gen = torch.Generator().manual_seed(5)
     for step in range(2):
         grads = [torch.randn(p.shape, generator=gen) for p in lean._params.values()]

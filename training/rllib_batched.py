@@ -45,8 +45,9 @@ node and process) and the original error, so the trainer can stop with one clear
 pipeline (RLlib's default pieces, ``AddOneTsToEpisodesAndTruncate`` and
 ``GeneralAdvantageEstimation``) for these numpy'ized episodes, by array instead of item by item.
 ``tests/test_rllib_batched.py`` holds its batch equal to that pipeline's. ``LeanPPOLearner``
-is RLlib's torch PPO learner with two of its per-step costs cut (its non-finite gradient
-checks and its per-epoch shuffle), the update unchanged.
+is RLlib's torch PPO learner with three of its per-step costs cut (an unused action
+distribution in the loss, its non-finite gradient checks and its per-epoch shuffle), the update
+unchanged.
 """
 
 from __future__ import annotations
@@ -591,6 +592,10 @@ class _Counts:
             self.module_obs[m.modules[s]] += 1
 
 
+MODEL_OUTPUTS = (Columns.ACTION_LOGP, Columns.ACTION_DIST_INPUTS, WEIGHTS_SEQ_NO)
+"""The runner's model outputs that :class:`BatchedTrainBatch` reads and passes to the batch."""
+
+
 class BatchedTrainBatch(ConnectorV2):
     """PPO's learner connector pipeline for :class:`BatchedEnvRunner`'s episodes, by array.
 
@@ -696,7 +701,7 @@ class BatchedTrainBatch(ConnectorV2):
             Postprocessing.VALUE_TARGETS: targets[real],
             Columns.ACTIONS: column([e.actions for e in eps]),
         }
-        for key in (Columns.ACTION_LOGP, Columns.ACTION_DIST_INPUTS, WEIGHTS_SEQ_NO):
+        for key in MODEL_OUTPUTS:
             out[key] = column([e.extra_model_outputs[key] for e in eps])
         return tree.map_structure(lambda a: torch.from_numpy(a).to(device), out)
 
@@ -707,9 +712,7 @@ def _own_rows(buffer: InfiniteLookbackBuffer):
 
 
 def _check_numpy_episode(sa: SingleAgentEpisode) -> None:
-    missing = {Columns.ACTION_LOGP, Columns.ACTION_DIST_INPUTS, WEIGHTS_SEQ_NO} - set(
-        sa.extra_model_outputs
-    )
+    missing = set(MODEL_OUTPUTS) - set(sa.extra_model_outputs)
     if missing:
         raise ValueError(
             f"BatchedTrainBatch: episode {sa.id_} of {sa.agent_id!r} lacks the model outputs "
