@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import Agent, decide
-from agents.registry import make_agent
+from agents.registry import DEVICES, make_agent, on_device
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -550,8 +550,13 @@ def run_arena(
     labels: Sequence[str] | None = None,
     seating: str = "permute",
     wall: str = "shared",
+    device: str | None = None,
 ) -> ArenaResult:
     """Play ``deals`` deals x every seating; ``agents`` are specs or :class:`Agent` objects.
+
+    ``device`` (``cpu``, ``cuda`` or ``auto``) runs the policy networks that specs name there
+    (:func:`agents.registry.on_device`; a spec that names its own device keeps it), under the
+    specs' own labels.
 
     ``workers > 1`` plays chunks in that many new (spawned) processes, which receive pickled
     agents; results do not depend on the number of workers (agents are reseeded per chunk).
@@ -578,7 +583,9 @@ def run_arena(
         raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
     order = label_order(labels, specs)  # played in label order, reported in the given one
     objs = [
-        make_agent(agents[k], seed=[seed, i], rules=rules)
+        make_agent(
+            on_device(agents[k], device) if device else agents[k], seed=[seed, i], rules=rules
+        )
         if isinstance(agents[k], str)
         else agents[k]
         for i, k in enumerate(order)
@@ -627,7 +634,7 @@ def run_arena(
         acc,
         time.perf_counter() - start,
         games,
-        {"wall": wall},
+        {"wall": wall, **({"device": device} if device else {})},
     )
 
 
@@ -753,6 +760,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--force", action="store_true", help="replace an existing --json FILE")
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="run the policy networks the specs name on this device (auto: CUDA when torch "
+        "sees it); a spec's own device option wins; labels stay the specs",
+    )
     parser.add_argument("--chunk", type=int, default=4096, help="games per batch (default 4096)")
     parser.add_argument(
         "--plugin",
@@ -791,6 +804,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=not args.no_progress,
             seating=args.seating,
             wall=args.wall,
+            device=args.device,
         )
     except ValueError as e:
         parser.error(str(e))

@@ -25,7 +25,10 @@ greedy, rule and the preset's shipped policy always in the field. A new agent jo
 ``--plugin MODULE --agents mine`` (the module registers ``mine`` with
 :func:`agents.register_agent`); ``--reuse LADDER.json`` takes the pairs of a published ladder
 that were played under the same protocol by the same agents (a shipped policy's checkpoint
-must have the same sha256) instead of playing them again.
+must have the same sha256) instead of playing them again. ``--versus A,B`` plays only the
+pairs with A or B in them (the reused pairs are fitted all the same): an expensive agent can be
+rated from some of its pairs, as long as they connect it to ``random``. ``--device cuda`` runs
+the policy networks on a GPU (:func:`agents.registry.on_device`), under the same labels.
 
 Output: the table in Markdown on stdout, ``--json FILE`` (format ``zhuoji-ladder-1``, with every
 pair's per-deal score sums so that a later run can reuse them) and ``--markdown FILE``; neither
@@ -57,7 +60,7 @@ from agents.arena import (
     standard_json,
     unwritable,
 )
-from agents.registry import SHIPPED_POLICIES
+from agents.registry import DEVICES, SHIPPED_POLICIES
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
 
@@ -323,8 +326,12 @@ def play_pairs(
     reuse: dict[tuple[str, str], PairResult] | None = None,
     progress: bool = False,
     log=print,
+    versus: Sequence[str] | None = None,
+    device: str | None = None,
+    chunk_games: int = 4096,
 ) -> list[PairResult]:
-    """Every pair's arena (or its reused result), in the order of the agents."""
+    """Every pair's arena (or its reused result), in the order of the agents; with ``versus``
+    (specs), a pair that is not reused is played only if one of its agents is among them."""
     out = []
     for i, j in itertools.combinations(range(len(specs)), 2):
         key = (specs[i], specs[j])
@@ -333,6 +340,9 @@ def play_pairs(
             sums = [getattr(old, k) for k in SUMS]
             out.append(PairResult(labels[i], labels[j], *sums, old.seconds, True))
             log(f"{labels[i]} - {labels[j]}: reused")
+            continue
+        if versus is not None and specs[i] not in versus and specs[j] not in versus:
+            log(f"{labels[i]} - {labels[j]}: not played (neither is in --versus)")
             continue
         res = run_arena(
             [specs[i], specs[j]],
@@ -343,6 +353,8 @@ def play_pairs(
             progress=progress,
             labels=[labels[i], labels[j]],
             seating=seating,
+            device=device,
+            chunk_games=chunk_games,
         )
         sums = res.acc[..., FIELD_INDEX["score"]], res.acc[..., FIELD_INDEX["hands"]]
         pair = PairResult(
@@ -458,6 +470,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", metavar="FILE", help="{preset} in FILE names the preset")
     parser.add_argument("--force", action="store_true", help="replace existing output files")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=4096,
+        help="games per batch (default 4096); smaller ones spread a pair over more --workers",
+    )
+    parser.add_argument(
+        "--versus",
+        metavar="SPECS",
+        help="play only the pairs with one of these agents in them (reused pairs still count)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="run the policy networks on this device (auto: CUDA when torch sees it); the "
+        "labels stay the specs",
+    )
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -480,8 +509,10 @@ def main(argv: list[str] | None = None) -> int:
     seed = proto.seed if proto else args.seed if args.seed is not None else 0
     seating = proto.seating if proto else args.seating or "permute"
     boot = proto.bootstrap if proto else args.bootstrap if args.bootstrap is not None else 2000
-    if deals < 2 or seed < 0 or boot < 0 or args.workers < 1:
-        parser.error("--deals must be >= 2, --seed and --bootstrap >= 0, --workers >= 1")
+    if deals < 2 or seed < 0 or boot < 0 or args.workers < 1 or args.chunk < 1:
+        parser.error(
+            "--deals must be >= 2, --seed and --bootstrap >= 0, --workers and --chunk >= 1"
+        )
     for flag, value in (("--json", args.json), ("--markdown", args.markdown)):
         if value and len(presets) > 1 and "{preset}" not in value:
             parser.error(f"{flag} {value!r}: put {{preset}} in it, one file per preset")
@@ -502,6 +533,10 @@ def main(argv: list[str] | None = None) -> int:
         if ANCHOR not in specs:
             parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
         labels = labels_of(specs)
+        versus = [v.strip() for v in args.versus.split(",") if v.strip()] if args.versus else None
+        unknown = [v for v in versus or [] if v not in specs]
+        if versus is not None and (unknown or not versus):
+            parser.error(f"--versus {args.versus!r}: name agents among the rated ones {specs}")
         try:
             rules = Rules.make(preset, **parse_switches(args.set))
             if proto and rules.num_players != proto.num_players:
@@ -513,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
             pairs = play_pairs(
                 specs, labels, rules, deals, seed, seating, args.workers, reuse,
                 progress=not args.no_progress, log=lambda m: print(m, file=sys.stderr),
+                versus=versus, device=args.device, chunk_games=args.chunk,
             )  # fmt: skip
             ladder = fit_ladder(labels, specs, pairs, ANCHOR, boot)
         except ValueError as exc:
@@ -521,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
         print(table)
         extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
+        extra |= {"device": args.device} if args.device else {}
         if args.json:
             body = compact_lists(
                 json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from agents.base import Agent
+from agents.registry import DEVICES
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import write_atomic
@@ -44,7 +45,6 @@ from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
 
 NEG_INF = -1e9
-DEVICES = ("auto", "cpu", "cuda")
 HINT_START = OBS_SIZES[VERSION_V2]
 """Where ``rule``'s advice starts in a ``zhuoji-obs-v2+rule`` input (after the v2 blocks)."""
 INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: HINT_START + 2 * NUM_ACTIONS}

@@ -45,6 +45,9 @@ by name, with the preset each was trained and measured under: ``ppo-PRESET`` is 
 of its preset; ``ppo-scratch`` learned by self-play alone (no cloned teacher, no rule hint), the
 reference point for a from-scratch method."""
 
+DEVICES = ("auto", "cpu", "cuda")
+"""Where a checkpoint policy's network runs: ``auto`` is CUDA when torch sees it, else the CPU."""
+
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""
 
@@ -74,6 +77,27 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
             "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt')"
         )
     return factory(arg if sep else None, seed=seed, rules=rules)
+
+
+def on_device(spec: str, device: str) -> str:
+    """``spec`` with its policy networks on ``device`` (one of :data:`DEVICES`): the device
+    option added to a ``ppo:`` or shipped policy and to a ``search:`` agent's base, unless the
+    spec names a device itself; other specs are returned as they are (their agents run where
+    they run). What the arena's and ladder's ``--device`` play, under the spec's own label:
+    where a network runs is not part of an agent's identity (results differ only by
+    floating-point rounding)."""
+    if device not in DEVICES:
+        raise ValueError(f"device {device!r}: must be one of {', '.join(DEVICES)}")
+    prefix, sep, arg = spec.strip().partition(":")
+    if prefix == "search" and sep:
+        from agents.search import parse_spec
+
+        base, _ = parse_spec(arg)
+        return f"search:{on_device(base, device)}{arg[len(base) :]}"
+    if prefix != "ppo" and prefix not in SHIPPED_POLICIES:
+        return spec
+    tail = arg.split(":") if prefix != "ppo" else arg.split(":")[1:]
+    return spec if any(o in DEVICES for o in tail) else f"{spec.strip()}:{device}"
 
 
 def _no_argument(cls):

@@ -473,3 +473,21 @@ def test_stable_wall_keeps_the_order_and_size_of_known_margins():
         assert ci1[0] > 0 and ci2[0] > 0
         se = math.hypot(ci1[1] - ci1[0], ci2[1] - ci2[0]) / (2 * 1.96)
         assert abs(m1 - m2) < 4 * se
+
+
+def test_device_plays_the_specs_networks_there_under_their_own_labels(monkeypatch, capsys):
+    plain = run_arena(["ppo-scratch", "random"], 2, seed=3, progress=False)
+    on_cpu = run_arena(["ppo-scratch", "random"], 2, seed=3, progress=False, device="cpu")
+    assert on_cpu.labels == plain.labels == ["ppo-scratch", "random"]
+    assert (on_cpu.acc == plain.acc).all() and on_cpu.summary()["device"] == "cpu"
+    made = []
+    real = arena.make_agent
+    monkeypatch.setattr(arena, "make_agent", lambda spec, **kw: made.append(spec) or real("random"))
+    arena.main(["--agents", "search:ppo-guiyang:k=2,rule", "--deals", "1", "--device", "cuda",
+                "--no-progress"])  # fmt: skip
+    assert sorted(made) == ["rule", "search:ppo-guiyang:cuda:k=2"]
+    assert "search:ppo-guiyang:k=2" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", "random,rule", "--device", "tpu"])
+    assert info.value.code == 2
+    assert "--device: invalid choice: 'tpu'" in capsys.readouterr().err

@@ -187,3 +187,38 @@ def test_split_options_serves_a_single_option_set(tmp_path):
         split_options(f"{run}:cuda", ("greedy",))
     with pytest.raises(ValueError, match=r"option 'greedy' given more than once"):
         split_options(f"{run}:greedy:greedy", ("greedy",))
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("ppo-guiyang", "ppo-guiyang:cuda"),
+        ("ppo-app:greedy", "ppo-app:greedy:cuda"),
+        ("ppo-guiyang:cpu", "ppo-guiyang:cpu"),  # a spec's own device wins
+        ("ppo:{ckpt}", "ppo:{ckpt}:cuda"),
+        ("ppo:{ckpt}:greedy:auto", "ppo:{ckpt}:greedy:auto"),
+        ("search:ppo-guiyang", "search:ppo-guiyang:cuda"),
+        ("search:ppo-guiyang:k=8:c=all", "search:ppo-guiyang:cuda:k=8:c=all"),
+        ("search:ppo:{ckpt}:greedy:z=2", "search:ppo:{ckpt}:greedy:cuda:z=2"),
+        ("search:rule:k=4", "search:rule:k=4"),
+        ("rule", "rule"),
+        ("random", "random"),
+        ("sb3:model.zip", "sb3:model.zip"),
+    ],
+)
+def test_on_device_moves_the_networks_a_spec_names_and_nothing_else(ckpt, spec, expected):
+    from agents.registry import on_device
+
+    assert on_device(spec.format(ckpt=ckpt), "cuda") == expected.format(ckpt=ckpt)
+
+
+def test_on_device_refuses_an_unknown_device_and_cpu_agents_really_move(ckpt):
+    from agents.registry import on_device
+
+    with pytest.raises(ValueError, match=r"device 'gpu': must be one of auto, cpu, cuda"):
+        on_device("ppo-guiyang", "gpu")
+    search = make_agent(on_device(f"search:ppo:{ckpt}:k=2", "cpu"), seed=0)
+    assert search.base.device.type == "cpu" and search.k == 2
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"device 'cuda': torch sees no CUDA device"):
+            make_agent(on_device(f"search:ppo:{ckpt}", "cuda"))

@@ -167,3 +167,41 @@ def test_bad_ladder_commands_say_what_is_wrong(small_protocol, tmp_path, capsys)
         ["--agents", "random,rule", "--deals", "3", "--seed", "5", "--reuse", str(good)]
     )
     assert "plays ['guiyang']" in error(["--protocol", "zhuoji-bench-v1", "--preset", "app"])
+
+
+def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
+    tmp_path, monkeypatch, capsys
+):
+    played = []
+    real = ladder.run_arena
+
+    def spy(agents, deals, **kw):
+        played.append((tuple(agents), kw["device"], kw["chunk_games"]))
+        return real(agents, deals, **kw)
+
+    monkeypatch.setattr(ladder, "run_arena", spy)
+    base = tmp_path / "base.json"
+    argv = ["--deals", "3", "--bootstrap", "20", "--no-progress"]
+    assert ladder.main(["--agents", "random,greedy", *argv, "--json", str(base)]) == 0
+    out = tmp_path / "out.json"
+    assert ladder.main(["--agents", "random,greedy,rule,ppo-scratch", "--versus", "greedy",
+                        "--reuse", str(base), "--device", "cpu", "--chunk", "6",
+                        *argv, "--json", str(out)]) == 0  # fmt: skip
+    assert played[1:] == [(("greedy", "rule"), "cpu", 6), (("greedy", "ppo-scratch"), "cpu", 6)]
+    data = json.loads(out.read_text())
+    assert sorted((p["a"], p["b"]) for p in data["pairs"]) == [
+        ("greedy", "ppo-scratch"), ("greedy", "rule"), ("random", "greedy")
+    ]  # fmt: skip
+    assert data["device"] == "cpu" and len(data["agents"]) == 4
+    table = capsys.readouterr().out
+    assert "| `rule` |" in table and "not played" in table
+
+    def error(extra):
+        with pytest.raises(SystemExit) as exc:
+            ladder.main(["--agents", "random,greedy,rule", *argv, *extra])
+        assert exc.value.code == 2
+        return capsys.readouterr().err
+
+    assert "--versus 'ppo-app': name agents among the rated ones" in error(["--versus", "ppo-app"])
+    assert "--versus ',': name agents" in error(["--versus", ","])
+    assert "--chunk >= 1" in error(["--chunk", "0"])
