@@ -68,8 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent, decide
-from agents.registry import DEVICES, make_agent, on_device
+from agents.base import DEVICES, Agent, decide
+from agents.registry import make_agent, on_device
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals
 from zhuoji_env.engine.records import deltas as ledger_deltas

@@ -23,6 +23,10 @@ from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.tiles import NUM_KINDS
 
+DEVICES = ("auto", "cpu", "cuda")
+"""Where a policy network runs: ``auto`` is CUDA when torch sees it, else the CPU (the
+``:DEVICE`` option of checkpoint agents, and the arena's and ladder's ``--device``)."""
+
 # the observation's phase block is one-hot in the engine's phase codes
 P_TURN, P_RESPONSE, P_ROB, P_BAOTING = TURN, RESPONSE, ROB, BAOTING_DISCARD
 

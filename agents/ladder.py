@@ -60,7 +60,8 @@ from agents.arena import (
     standard_json,
     unwritable,
 )
-from agents.registry import DEVICES, SHIPPED_POLICIES
+from agents.base import DEVICES
+from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
 

@@ -35,8 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Agent
-from agents.registry import DEVICES
+from agents.base import DEVICES, Agent
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import write_atomic

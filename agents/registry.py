@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.base import Agent
+from agents.base import DEVICES, Agent
 
 AgentFactory = Callable[..., Agent]
 
@@ -44,9 +44,6 @@ SHIPPED_POLICIES = {
 by name, with the preset each was trained and measured under: ``ppo-PRESET`` is the strongest
 of its preset; ``ppo-scratch`` learned by self-play alone (no cloned teacher, no rule hint), the
 reference point for a from-scratch method."""
-
-DEVICES = ("auto", "cpu", "cuda")
-"""Where a checkpoint policy's network runs: ``auto`` is CUDA when torch sees it, else the CPU."""
 
 AGENT_FACTORIES: dict[str, AgentFactory] = {}
 """Spec prefix -> factory. Register with :func:`register_agent`."""
