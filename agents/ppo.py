@@ -28,6 +28,7 @@ import io
 import json
 import math
 import re
+import shlex
 import warnings
 from pathlib import Path
 
@@ -307,6 +308,32 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     return net.to(where), ckpt
 
 
+REWARD_SCALE = 0.1
+"""The trainer's default ``--reward-scale``: a network's value head predicts the seat's
+settlement of the hand times this, unless its training said otherwise (:func:`reward_scale_of`)."""
+
+
+def reward_scale_of(ckpt: dict) -> float:
+    """The reward scale a checkpoint's value head was trained with: its trainer arguments', else
+    that of the last ``training.ppo_selfplay`` stage (a shipped policy keeps its stages, not its
+    arguments; a stage whose command has no ``--reward-scale`` ran at :data:`REWARD_SCALE`),
+    else :data:`REWARD_SCALE`."""
+    args = ckpt.get("args")
+    if isinstance(args, dict) and "reward_scale" in args:
+        return float(args["reward_scale"])
+    for stage in reversed(ckpt.get("stages") or []):
+        words = shlex.split(str(stage.get("command", "")))
+        if "training.ppo_selfplay" not in words:
+            continue
+        for i, word in enumerate(words):
+            if word.startswith("--reward-scale="):
+                return float(word.partition("=")[2])
+            if word == "--reward-scale" and i + 1 < len(words):
+                return float(words[i + 1])
+        break
+    return REWARD_SCALE
+
+
 class PPOAgent(Agent):
     """Plays a policy network, on the device its weights are on: samples from its masked
     policy, or takes its argmax. ``rules`` (what a v2 network's wait values, and the advice of
@@ -316,8 +343,16 @@ class PPOAgent(Agent):
     name = "ppo"
     uses_torch = True
 
-    def __init__(self, net: PolicyNet, seed=None, greedy: bool = False, rules=None):
+    def __init__(
+        self,
+        net: PolicyNet,
+        seed=None,
+        greedy: bool = False,
+        rules=None,
+        reward_scale: float = REWARD_SCALE,
+    ):
         super().__init__(seed)
+        self.reward_scale = reward_scale
         self.net = net
         self.greedy = greedy
         self.read = NetInput(net.obs_version, rules)
@@ -336,7 +371,13 @@ class PPOAgent(Agent):
         cls, path: str | Path, seed=None, greedy: bool = False, device: str = "cpu"
     ) -> PPOAgent:
         net, ckpt = load_checkpoint(path, device)
-        return cls(net, seed=seed, greedy=greedy, rules=ckpt.get("rules"))
+        return cls(
+            net,
+            seed=seed,
+            greedy=greedy,
+            rules=ckpt.get("rules"),
+            reward_scale=reward_scale_of(ckpt),
+        )
 
     def _forward(self, obs: np.ndarray, mask: np.ndarray):
         o = torch.from_numpy(self.read(obs, mask)).to(self.device)

@@ -10,7 +10,7 @@ model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` 
 is made. None of them runs code from the file it loads: ``sb3:`` and ``rllib:`` rebuild their
 network from its weights alone; ``sb3+trusted:PATH`` and ``rllib+trusted:PATH[:greedy]`` load
 through the libraries' own loaders (other architectures too), which run any code a crafted file
-holds, so they are for files the user trusts. ``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]`` is
+holds, so they are for files the user trusts. ``search:BASE[:OPTION=VALUE]...`` is
 any BASE with decision-time search (:mod:`agents.search`).
 
 Other code adds its own agents with :func:`register_agent`::

@@ -3,12 +3,14 @@
 At a decision with more than one legal action (and, with ``unsure``, only where BASE has action
 probabilities and its most likely action has less than that one), the agent takes BASE's ``c``
 most likely actions, draws ``k`` complete deals that agree with everything the seat has seen
-(:mod:`zhuoji_env.belief`), plays each candidate from each deal to the end of the hand with BASE
-in every seat, and scores each by the seat's settlement of the hand as the engine makes it, in
-points. Every candidate meets the same deals and the same random numbers in its rollouts (common
+(:mod:`zhuoji_env.belief`), plays each candidate from each deal with BASE in every seat, and
+scores each in points: by the seat's settlement of the hand as the engine makes it, or, with
+``leaf=N``, by BASE's value at the seat's N-th next decision (its settlement if the hand ends
+first). Every candidate meets the same deals and the same random numbers in its rollouts (common
 random numbers), so the comparison is paired: the candidate with the best mean is played if it
 beats BASE's favourite by more than ``z`` standard errors of their paired difference, else the
-favourite is (a few noisy rollouts should not overrule a good policy).
+favourite is (a few noisy rollouts should not overrule a good policy). With ``confirm=K2`` such a
+candidate must beat the favourite again on K2 fresh deals.
 
 Rollouts of every table an arena or environment asks at once run as one engine batch, with one
 call of BASE per step for all of them. BASE acts in rollouts by its action probabilities
@@ -16,11 +18,11 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ``random``, and the action it plays for the others (``rule`` is deterministic; ``greedy``'s
 ties and other agents' own randomness are then their own, not shared between candidates).
 
-Spec: ``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]``, options at the end, each at most once, e.g.
-``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``;
-``c=all`` searches every legal action (``c=86``).
-:data:`DEFAULTS` are the defaults. The agent needs the public view of the game
-(``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
+Spec: ``search:BASE[:OPTION=VALUE]...`` with the options ``k``, ``c``, ``unsure``, ``z``,
+``leaf`` and ``confirm`` at the end, each at most once, e.g. ``search:ppo-guiyang``,
+``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``; ``c=all`` searches every
+legal action (``c=86``). :data:`DEFAULTS` are the defaults. The agent needs the public view of
+the game (``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
 environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
 """
 
@@ -36,7 +38,7 @@ from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 
-DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0}
+DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0, "leaf": 0, "confirm": 0}
 """Deals sampled per decision, candidate actions searched, the probability of BASE's favourite
 at or above which it is played without search (``None``: search every decision with a choice;
 a BASE without action probabilities, such as ``rule``, is searched at every decision with a
@@ -44,7 +46,7 @@ choice), and the standard errors by which another candidate must beat the favour
 played. At these defaults a 500-deal arena of ``search:ppo-guiyang`` against ``ppo-guiyang``
 takes about 25 minutes on two cores (docs/search.md)."""
 
-_LIMITS = {"k": (1, 4096), "c": (2, 86)}
+_LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
 each of its distinct candidates) are never split, so tables are searched together in groups
@@ -96,9 +98,22 @@ def distinct(cand: np.ndarray) -> np.ndarray:
 
 
 def rollout(
-    rules: Rules, base: Agent, st: State, match: np.ndarray, pair: np.ndarray, rng
-) -> State:
-    """Play every game of ``st`` to the end of its hand with ``base`` in every seat, in place.
+    rules: Rules,
+    base: Agent,
+    st: State,
+    match: np.ndarray,
+    pair: np.ndarray,
+    rng,
+    seat: np.ndarray | None = None,
+    leaf: int = 0,
+) -> np.ndarray:
+    """Play the games of ``st`` with ``base`` in every seat, in place; returns float64 ``[B]``:
+    each game's score for its ``seat`` in points.
+
+    With ``leaf=0`` every game is played to the end of its hand and scored by its settlement
+    (:func:`seat_scores`). With ``leaf=N`` a game stops at ``seat``'s N-th decision with a
+    choice, and is scored there by BASE's value of the seat's observation, in points
+    (:func:`value_points`); a hand that ends first is scored by its settlement.
 
     ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS`, copied
     into every observation the rollout encodes. Games with the same ``pair``
@@ -106,10 +121,13 @@ def rollout(
     """
     size = int(pair.max(initial=-1)) + 1
     actions = np.full(st.batch_size, -1, dtype=np.int64)
+    left = np.full(st.batch_size, leaf, dtype=np.int64)
+    stopped = np.zeros(st.batch_size, dtype=bool)
+    value = np.zeros(st.batch_size)
     while True:
-        live = np.flatnonzero(st.phase != OVER)
+        live = np.flatnonzero((st.phase != OVER) & ~stopped)
         if not live.size:
-            return st
+            break
         u = rng.random(size)
         actions[:] = -1
         mask = st.mask[live]
@@ -119,10 +137,30 @@ def rollout(
         if g.size:
             obs = encode(st, g, st.actor[g])
             obs[:, _MATCH_COLS] = match[g]
-            probs = rollout_probs(base, obs, mask[ask])
-            cdf = np.cumsum(probs, 1)
-            actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
-        core.step(rules, st, actions)
+            m = mask[ask]
+            if leaf:
+                own = st.actor[g] == seat[g]
+                left[g[own]] -= 1
+                stop = own & (left[g] == 0)
+                if stop.any():
+                    value[g[stop]] = value_points(base, obs[stop], m[stop])
+                    stopped[g[stop]] = True
+                    g, obs, m = g[~stop], obs[~stop], m[~stop]
+            if g.size:
+                probs = rollout_probs(base, obs, m)
+                cdf = np.cumsum(probs, 1)
+                actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
+        core.step(rules, st, actions, active=actions != -1)
+    over = st.phase == OVER
+    if seat is None:
+        return np.where(over, 0.0, value)
+    return np.where(over, seat_scores(st, seat), value)
+
+
+def value_points(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """float64 ``[k]``: ``agent``'s value of each observation, in points of the hand's
+    settlement (its value head over the reward scale it was trained with)."""
+    return agent.policy(obs, mask)[1] / agent.reward_scale
 
 
 class SearchAgent(Agent):
@@ -139,12 +177,14 @@ class SearchAgent(Agent):
         c: int = DEFAULTS["c"],
         unsure: float | None = DEFAULTS["unsure"],
         z: float = DEFAULTS["z"],
+        leaf: int = DEFAULTS["leaf"],
+        confirm: int = DEFAULTS["confirm"],
         seed=None,
     ):
         super().__init__(seed)
         if getattr(base, "needs_view", False):
             raise ValueError(f"search needs a base that plays from observations, got {base!r}")
-        for name, value in (("k", k), ("c", c)):
+        for name, value in (("k", k), ("c", c), ("leaf", leaf), ("confirm", confirm)):
             low, high = _LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"search option {name} must be an integer, got {value!r}")
@@ -154,9 +194,15 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
+        if leaf and not (hasattr(base, "policy") and hasattr(base, "reward_scale")):
+            raise ValueError(
+                f"search option leaf={leaf} scores rollouts by BASE's value, and {base!r} has "
+                "none: use a network base (ppo-PRESET, ppo:PATH), or leaf=0"
+            )
         self.base = base
         self.rules = Rules.make(rules)
         self.k, self.c, self.unsure, self.z = int(k), int(c), unsure, float(z)
+        self.leaf, self.confirm = int(leaf), int(confirm)
 
     def reseed(self, seed) -> None:
         super().reseed(seed)
@@ -200,17 +246,30 @@ class SearchAgent(Agent):
         else:
             probs = probs[rows]
         cand = self.candidates(obs[rows], mask[rows], probs)
-        games = np.cumsum(self.k * distinct(cand).sum(1))  # rollout games up to each row
+        pick = self.searched(view, obs, rows, cand, self.k)
+        if self.confirm:
+            again = np.flatnonzero(pick)
+            pair = np.stack([cand[again, 0], cand[again, pick[again]]], axis=1)
+            kept = self.searched(view, obs, rows[again], pair, self.confirm)
+            pick[again[kept == 0]] = 0
+        acts[rows] = cand[np.arange(rows.size), pick]
+        return acts, rows, cand[:, 0]
+
+    def searched(self, view, obs, rows, cand, k: int) -> np.ndarray:
+        """int ``[R]``: :meth:`choose`'s pick among ``cand`` (``[R, c]``) at decisions ``rows``,
+        each scored on ``k`` deals, the rows in groups of at most :data:`ROLLOUT_BATCH` rollout
+        games."""
+        pick = np.zeros(rows.size, dtype=np.int64)
+        games = np.cumsum(k * distinct(cand).sum(1))  # rollout games up to each row
         lo = 0
         while lo < rows.size:
             done = games[lo - 1] if lo else 0
             hi = max(lo + 1, int(np.searchsorted(games, done + ROLLOUT_BATCH, side="right")))
             part = np.arange(lo, hi)
             r = rows[part]
-            pick = self.choose(self.evaluate(view.take(r), obs[r], cand[part]), cand[part])
-            acts[r] = cand[part, pick]
+            pick[part] = self.choose(self.evaluate(view.take(r), obs[r], cand[part], k), cand[part])
             lo = hi
-        return acts, rows, cand[:, 0]
+        return pick
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
         """``(bool [k], probs)``: the decisions to search (more than one legal action and, with
@@ -234,11 +293,13 @@ class SearchAgent(Agent):
         legal = mask.sum(1, keepdims=True)
         return np.where(np.arange(c)[None] < legal, cand, cand[:, :1])
 
-    def evaluate(self, view: belief.PublicView, obs: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """int64 ``[R, k, c]``: the seat's score with each candidate on each of k sampled
-        deals. A candidate that repeats the row's first (fewer legal actions than c) is not
-        played out: its scores are the first's."""
-        r, k = cand.shape[0], self.k
+    def evaluate(
+        self, view: belief.PublicView, obs: np.ndarray, cand: np.ndarray, k: int | None = None
+    ) -> np.ndarray:
+        """float64 ``[R, k, c]``: the seat's score in points with each candidate on each of
+        ``k`` (default the agent's) sampled deals. A candidate that repeats the row's first
+        (fewer legal actions than c) is not played out: its scores are the first's."""
+        r, k = cand.shape[0], k or self.k
         deals = belief.sample(self.rules, view, k, self.rng)  # rows i*k + j
         keep = distinct(cand)
         n = keep.sum(1)  # candidates played out per row, the distinct ones first in ``order``
@@ -249,9 +310,10 @@ class SearchAgent(Agent):
         st = deals.take(deal)
         seat = st.actor.astype(np.int64)
         core.step(self.rules, st, cand[deal // k, col])
-        rollout(self.rules, self.base, st, obs[:, _MATCH_COLS][deal // k], deal, self.rng)
-        scores = np.empty((r, k, cand.shape[1]), dtype=np.int64)
-        scores[deal // k, deal % k, col] = seat_scores(st, seat)
+        match = obs[:, _MATCH_COLS][deal // k]
+        got = rollout(self.rules, self.base, st, match, deal, self.rng, seat, self.leaf)
+        scores = np.empty((r, k, cand.shape[1]))
+        scores[deal // k, deal % k, col] = got
         return np.where(keep[:, None, :], scores, scores[:, :, :1])
 
     def choose(self, scores: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -275,7 +337,7 @@ class SearchAgent(Agent):
 
 
 def parse_spec(arg: str) -> tuple[str, dict]:
-    """``BASE[:k=K][:c=C][:unsure=P][:z=Z]`` -> ``(BASE, options)``, the options peeled off
+    """``BASE[:OPTION=VALUE]...`` -> ``(BASE, options)``, the options peeled off
     the end."""
     opts: dict = {}
     base = arg
@@ -286,7 +348,8 @@ def parse_spec(arg: str) -> tuple[str, dict]:
             break
         if name not in DEFAULTS:
             raise ValueError(
-                f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure= and z="
+                f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure=, z=, "
+                "leaf= and confirm="
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")
@@ -306,11 +369,11 @@ def parse_spec(arg: str) -> tuple[str, dict]:
 
 
 def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> SearchAgent:
-    """``search:BASE[:k=K][:c=C][:unsure=P][:z=Z]``: BASE (any agent spec, made by the
+    """``search:BASE[:OPTION=VALUE]...``: BASE (any agent spec, made by the
     registry's ``make_agent``) with decision-time search."""
     if not arg:
         raise ValueError(
-            "agent 'search' needs a base agent: search:BASE[:k=K][:c=C][:unsure=P][:z=Z], "
+            "agent 'search' needs a base agent: search:BASE[:OPTION=VALUE]..., "
             "e.g. search:ppo-guiyang or search:rule:k=64"
         )
     base_spec, opts = parse_spec(arg)

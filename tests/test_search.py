@@ -152,6 +152,8 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("ppo:a:b.pt:k=4", ("ppo:a:b.pt", {"k": 4})),
         ("rule:z=0.5:c=4", ("rule", {"z": 0.5, "c": 4})),
         ("rule:c=all", ("rule", {"c": 86})),
+        ("ppo-guiyang:leaf=1:k=64", ("ppo-guiyang", {"leaf": 1, "k": 64})),
+        ("rule:confirm=128", ("rule", {"confirm": 128})),
     ],
 )
 def test_spec_options(spec, want):
@@ -171,6 +173,10 @@ def test_spec_options(spec, want):
         ("search:rule:z=x", "not a number"),
         ("search:rule:foo=1", "unknown option 'foo'"),
         ("search:rule:k=2:k=3", "more than once"),
+        ("search:ppo-guiyang:leaf=65", "out of range 0-64"),
+        ("search:ppo-guiyang:leaf=x", "leaf='x' is not an integer"),
+        ("search:rule:confirm=5000", "out of range 0-4096"),
+        ("search:rule:confirm=1.5", "confirm='1.5' is not an integer"),
         ("search:k=2", "no base agent"),
         ("search:search:rule", "plays from observations"),
         ("search:nope", "unknown agent spec"),
@@ -279,3 +285,104 @@ def test_a_repeated_candidate_is_scored_as_the_first_without_being_played_out(mo
     assert np.array_equal(three[0, :, 2], three[0, :, 0])
     two_cand, two = scores(2)
     assert np.array_equal(two_cand, cand[:, :2]) and np.array_equal(two[0], three[0, :, :2])
+
+
+class ValuedRandom(Agent):
+    """Wins when it may, else uniform over the legal actions, with a value of 0.25 everywhere
+    at a reward scale of 0.05: 5 points."""
+
+    name = "valued"
+    reward_scale = 0.05
+
+    def _act(self, obs, mask):
+        return np.array([self.rng.choice(np.flatnonzero(m)) for m in mask])
+
+    def policy(self, obs, mask):
+        probs = np.where(mask[:, A.HU, None], np.eye(mask.shape[1])[A.HU], mask)
+        return probs / probs.sum(1, keepdims=True), np.full(len(mask), 0.25)
+
+
+def _midgame(seed: int) -> tuple[Rules, State]:
+    game = BatchGame("guiyang", batch_size=48, seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(64):  # late in the hand: some hands end before the seat decides twice
+        game.step(game.random_actions(rng))
+    return game.rules, game.state
+
+
+def test_leaf_rollouts_stop_at_the_seats_next_choice_and_score_by_value():
+    rules, start = _midgame(4)
+    seat = start.actor.astype(np.int64)
+    match, pair = np.zeros((48, len(search_module._MATCH_COLS)), np.float32), np.arange(48)
+    ended = 0
+    for leaf in (1, 2):
+        st = start.copy()
+        got = search_module.rollout(
+            rules, ValuedRandom(), st, match, pair, np.random.default_rng(0), seat, leaf
+        )
+        over = st.phase == core.OVER
+        ended += over.sum()
+        assert (~over).any()
+        assert np.array_equal(got[over], search_module.seat_scores(st, seat)[over])
+        assert (got[~over] == 5.0).all(), "a stopped game is scored by the value, in points"
+        assert (st.actor[~over] == seat[~over]).all() and (st.mask[~over].sum(1) > 1).all()
+    assert ended
+    st = start.copy()
+    got = search_module.rollout(
+        rules, ValuedRandom(), st, match, pair, np.random.default_rng(0), seat, 0
+    )
+    assert (st.phase == core.OVER).all()
+    assert np.array_equal(got, search_module.seat_scores(st, seat))
+
+
+def test_leaf_search_plays_and_needs_a_value():
+    rules, st = _midgame(5)
+    agent = SearchAgent(ValuedRandom(seed=1), rules=rules, k=3, c=2, unsure=None, leaf=1, seed=2)
+    g = np.arange(48)
+    acts = decide(agent, encode(st, g, st.actor), st.mask, st, g)
+    assert st.mask[g, acts].all()
+    assert make_agent("search:ppo-guiyang:leaf=3").leaf == 3
+    with pytest.raises(ValueError, match="has none"):
+        make_agent("search:rule:leaf=1")
+
+
+def test_reward_scale_of_reads_the_training():
+    from agents.ppo import REWARD_SCALE, reward_scale_of
+
+    ppo = "python -m training.ppo_selfplay --num-envs 8"
+    assert reward_scale_of({"args": {"reward_scale": 0.02}, "stages": []}) == 0.02
+    assert reward_scale_of({}) == REWARD_SCALE
+    stages = [{"command": f"{ppo} --reward-scale 0.01"}, {"command": f"{ppo} --seed 2"}]
+    assert reward_scale_of({"stages": stages}) == REWARD_SCALE, "the last stage ran at 0.1"
+    distill = {"command": "python -m training.distill_search --base ppo-classic"}
+    stages = [{"command": f"{ppo} --reward-scale=0.01"}, distill]
+    assert reward_scale_of({"stages": stages}) == 0.01, "a distillation does not fit the value"
+    assert make_agent("ppo-classic").reward_scale == 0.01
+    assert make_agent("ppo-guiyang").reward_scale == 0.1
+
+
+@pytest.mark.parametrize("again,want", [(+1.0, 1), (-1.0, 0)])
+def test_confirm_replays_an_overruling_on_fresh_deals(monkeypatch, again, want):
+    """With ``confirm=K2`` a candidate that beat the favourite on k deals is played only if it
+    beats it again on K2 fresh deals, the two of them alone."""
+    rules, st = position(OWN, *GOOD)
+    agent = SearchAgent(make_agent("rule", rules=rules), rules=rules, k=4, c=3, confirm=6, seed=0)
+    asked, cands = [], []
+
+    def evaluate(view, obs, cand, k=None):
+        asked.append((k, cand.shape[1]))
+        cands.append(cand.copy())
+        scores = np.zeros((len(cand), k, cand.shape[1]))
+        scores[:, :, 1] = 5.0 + np.arange(k) if k == 4 else again * (1 + np.arange(k))
+        return scores
+
+    monkeypatch.setattr(agent, "evaluate", evaluate)
+    obs = encode(st, np.array([0]), st.actor)
+    acts, rows, fav = agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    assert asked == [(4, 3), (6, 2)]
+    assert cands[1].tolist() == [[cands[0][0, 0], cands[0][0, 1]]], "the favourite and the best"
+    assert acts[0] == (cands[0][0, 1] if want else fav[0]) and fav[0] == cands[0][0, 0]
+    asked.clear()
+    agent.confirm = 0
+    agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    assert asked == [(4, 3)]

@@ -3,8 +3,8 @@
     python -m training.distill_search --base ppo-guiyang --time-limit 40 --out-dir runs/distill
     python -m training.ppo_selfplay --resume runs/distill/distilled.pt --time-limit 20 ...
 
-The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``,
-``--unsure`` and ``--z``) plays every seat of ``--tables`` games in lock-step (a
+The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``, ``--unsure``,
+``--z``, ``--leaf`` and ``--confirm``) plays every seat of ``--tables`` games in lock-step (a
 :class:`~zhuoji_env.engine.BatchGame` dealt from ``--seed``), its rollouts of all tables one
 engine batch. At every decision it searched (where BASE was unsure), the seat's observation, its
 legal actions, the action the search chose and BASE's own most likely action are kept, until
@@ -39,7 +39,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from agents.ppo import NetInput, PPOAgent, load_checkpoint, save_checkpoint, shipped_policy
+from agents.ppo import (
+    NetInput,
+    PPOAgent,
+    load_checkpoint,
+    reward_scale_of,
+    save_checkpoint,
+    shipped_policy,
+)
 from agents.registry import SHIPPED_POLICIES
 from agents.search import _LIMITS, DEFAULTS, SearchAgent
 from training.cli import (
@@ -86,6 +93,10 @@ class Args:
     """search where BASE's most likely action has probability below this (0 < P <= 1)"""
     z: float = DEFAULTS["z"]
     """standard errors by which another candidate must beat BASE's favourite"""
+    leaf: int = DEFAULTS["leaf"]
+    """score rollouts by BASE's value at the seat's N-th next decision (0: play to the end)"""
+    confirm: int = DEFAULTS["confirm"]
+    """fresh deals on which a candidate that beat the favourite must beat it again (0: none)"""
     tables: int = 256
     """games played in lock-step (their rollouts searched as one batch)"""
     searched: int = 20_000
@@ -120,7 +131,7 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
     :class:`~training.cli.FlagError` naming the flag, its value and what is allowed."""
     limits = {
         name: (
-            lambda v, lo=lo, hi=hi: INT_POSITIVE[0](v) and lo <= v <= hi,
+            lambda v, lo=lo, hi=hi: INT_NON_NEGATIVE[0](v) and lo <= v <= hi,
             f"an integer in {lo}-{hi}",
         )
         for name, (lo, hi) in _LIMITS.items()
@@ -267,7 +278,12 @@ def train(args: Args) -> dict:
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     torch.manual_seed(args.seed)
     seeds = np.random.SeedSequence(args.seed).spawn(2)
-    base = PPOAgent(net, seed=int(seeds[0].generate_state(1)[0]), rules=rules)
+    base = PPOAgent(
+        net,
+        seed=int(seeds[0].generate_state(1)[0]),
+        rules=rules,
+        reward_scale=reward_scale_of(ckpt),
+    )
     agent = SearchAgent(
         base,
         rules=rules,
@@ -275,6 +291,8 @@ def train(args: Args) -> dict:
         c=args.c,
         unsure=args.unsure,
         z=args.z,
+        leaf=args.leaf,
+        confirm=args.confirm,
         seed=int(seeds[1].generate_state(1)[0]),
     )
     data = collect(args, agent, rules)
