@@ -246,14 +246,21 @@ class SearchAgent(Agent):
         else:
             probs = probs[rows]
         cand = self.candidates(obs[rows], mask[rows], probs)
+        acts[rows] = cand[np.arange(rows.size), self.pick(view, obs, rows, cand)]
+        return acts, rows, cand[:, 0]
+
+    def pick(self, view, obs, rows, cand) -> np.ndarray:
+        """int ``[R]``: which of the candidates ``cand`` (``[R, c]``, BASE's favourite first)
+        to play at decisions ``rows`` of the views: :meth:`choose` on ``k`` deals, and where
+        that overrules the favourite and ``confirm`` is set, again on ``confirm`` fresh deals
+        with the two of them alone."""
         pick = self.searched(view, obs, rows, cand, self.k)
         if self.confirm:
             again = np.flatnonzero(pick)
             pair = np.stack([cand[again, 0], cand[again, pick[again]]], axis=1)
             kept = self.searched(view, obs, rows[again], pair, self.confirm)
             pick[again[kept == 0]] = 0
-        acts[rows] = cand[np.arange(rows.size), pick]
-        return acts, rows, cand[:, 0]
+        return pick
 
     def searched(self, view, obs, rows, cand, k: int) -> np.ndarray:
         """int ``[R]``: :meth:`choose`'s pick among ``cand`` (``[R, c]``) at decisions ``rows``,

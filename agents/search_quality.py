@@ -1,0 +1,170 @@
+"""How good are a search's choices? Their gain over BASE's favourite, judged by fresh rollouts.
+
+    python -m agents.search_quality --base ppo-guiyang --settings "k=16;leaf=2:k=32:z=0" \\
+        --truth 256 --tables 16 --steps 70 --seed 13
+
+BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
+At each decision the search would take up (more than one legal action, BASE's favourite below
+``--unsure``), every setting (``search:BASE`` options separated by ``;``, :mod:`agents.search`)
+picks among the same candidates (BASE's ``--c`` most likely actions), each on its own deals, and
+a judge scores every candidate on ``--truth`` fresh deals played to the end of the hand: its
+mean settlement less the favourite's. A setting's *gain* is that judged difference at the
+candidate it picked (0 where it kept the favourite), averaged over the decisions, with a 95%
+interval over them; the judge's deals are independent of the settings', so a pick that won on
+its own noisy deals (the winner's curse) is not credited for it. The gain is measured under the
+search's own model (the belief's uniform prior, BASE in every seat), not against real
+opponents: an arena (``agents.arena``) measures that. ``ms`` is each setting's time per
+decision. ``--json FILE`` writes the table and every decision's judged differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.registry import make_agent
+from agents.search import DEFAULTS, ROLLOUT_BATCH, SearchAgent, parse_spec, rollout_probs
+from zhuoji_env import belief
+from zhuoji_env.engine import BatchGame
+from zhuoji_env.observation import encode
+
+
+def settings(text: str, base: str) -> list[tuple[str, dict]]:
+    """``"k=16;leaf=2:z=0"`` -> ``[(label, options)]``, each checked by ``parse_spec``; the
+    candidates' options ``c`` and ``unsure`` belong to the run, not to a setting."""
+    out = []
+    for part in text.split(";"):
+        part = part.strip()
+        opts = parse_spec(f"{base}:{part}")[1] if part else {}
+        for fixed in ("c", "unsure"):
+            if fixed in opts:
+                raise ValueError(
+                    f"setting {part!r}: {fixed}= is the run's (--{fixed}), not a setting's"
+                )
+        out.append((part or "defaults", opts))
+    return out
+
+
+def run(
+    base: str,
+    specs: list[tuple[str, dict]],
+    truth: int,
+    tables: int,
+    steps: int,
+    seed: int,
+    c: int,
+    unsure: float,
+    preset: str,
+    progress: bool = False,
+) -> dict:
+    """Play and judge (module docstring); returns the table and the judged differences."""
+    game = BatchGame(preset, batch_size=tables, seed=seed)
+    seeds = np.random.SeedSequence(seed).spawn(len(specs) + 2)
+    own = lambda i: int(seeds[i].generate_state(1)[0])  # noqa: E731
+    player = make_agent(base, seed=own(0), rules=game.rules)
+    common = {"c": c, "unsure": unsure}
+    judge = SearchAgent(player, rules=game.rules, k=truth, seed=own(1), **common)
+    agents = [
+        SearchAgent(player, rules=game.rules, seed=own(i + 2), **common, **opts)
+        for i, (_, opts) in enumerate(specs)
+    ]
+    picks: list[list[np.ndarray]] = [[] for _ in specs]
+    seconds = np.zeros(len(specs))
+    judged, g = [], np.arange(tables)
+    for _ in tqdm(range(steps), disable=not progress, desc="steps"):
+        st = game.state
+        obs, mask = encode(st, g, st.actor), st.mask.astype(bool)
+        ask, probs = judge.to_search(obs, mask)
+        rows = np.flatnonzero(ask)
+        if rows.size:
+            probs = rollout_probs(player, obs, mask) if probs is None else probs
+            cand = judge.candidates(obs[rows], mask[rows], probs[rows])
+            full = belief.public_view(st)
+            step = max(1, ROLLOUT_BATCH // (truth * c))
+            for lo in range(0, rows.size, step):
+                part = slice(lo, lo + step)
+                r = rows[part]
+                mean = judge.evaluate(full.take(r), obs[r], cand[part]).mean(1)
+                judged.append(mean - mean[:, :1])
+            for i, agent in enumerate(agents):
+                start = time.perf_counter()
+                picks[i].append(agent.pick(full, obs, rows, cand))
+                seconds[i] += time.perf_counter() - start
+        game.step(player.act(obs, mask))
+    diff = np.concatenate(judged) if judged else np.zeros((0, c))
+    rows_out = []
+    for (label, _), pick, secs in zip(specs, picks, seconds, strict=True):
+        p = np.concatenate(pick) if pick else np.zeros(0, dtype=np.int64)
+        gain = diff[np.arange(len(p)), p]
+        half = 1.96 * gain.std(ddof=1) / np.sqrt(len(p)) if len(p) > 1 else float("nan")
+        rows_out.append(
+            {
+                "setting": label,
+                "decisions": len(p),
+                "overruled": float(np.mean(p > 0)) if len(p) else float("nan"),
+                "gain": float(gain.mean()) if len(p) else float("nan"),
+                "ci": [float(gain.mean() - half), float(gain.mean() + half)] if len(p) else None,
+                "ms": 1000 * secs / max(len(p), 1),
+                "picks": p.tolist(),
+            }
+        )
+    return {"base": base, "truth": truth, "rows": rows_out, "judged": diff.tolist()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.search_quality",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--base", default="ppo-guiyang", help="BASE, any agent spec")
+    parser.add_argument("--settings", default="", help="search options per setting, ';'-separated")
+    parser.add_argument("--truth", type=int, default=256, help="the judge's deals per decision")
+    parser.add_argument("--tables", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=70, help="steps BASE plays at every table")
+    parser.add_argument("--c", type=int, default=DEFAULTS["c"], help="candidates per decision")
+    parser.add_argument("--unsure", type=float, default=DEFAULTS["unsure"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="guiyang")
+    parser.add_argument("--json", type=Path, help="write the results to this file")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        for name in ("truth", "tables", "steps"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
+        specs = settings(args.settings, args.base)
+        out = run(
+            args.base,
+            specs,
+            args.truth,
+            args.tables,
+            args.steps,
+            args.seed,
+            args.c,
+            args.unsure,
+            args.preset,
+            progress=not args.no_progress,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    head = ("setting", "decisions", "overruled", "gain", "95% CI", "ms")
+    print("{:28s} {:>9s} {:>9s} {:>8s} {:>18s} {:>7s}".format(*head))
+    for r in out["rows"]:
+        ci = f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]" if r["ci"] else "-"
+        print(
+            f"{r['setting']:28s} {r['decisions']:9d} {r['overruled']:9.3f} {r['gain']:+8.3f} "
+            f"{ci:>18s} {r['ms']:7.1f}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(out) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""``agents.search_quality``: settings are judged at the same decisions and candidates by fresh
+rollouts, a setting that never overrules gains exactly 0, and bad flags exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents import search_quality
+
+
+def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
+    out = tmp_path / "q.json"
+    argv = ["--base", "rule", "--settings", "k=2:z=0;z=10:k=2;k=2:z=0:confirm=3"]
+    argv += ["--truth", "3", "--tables", "3", "--steps", "8", "--seed", "4", "--no-progress"]
+    assert search_quality.main([*argv, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in printed[1:]] == ["k=2:z=0", "z=10:k=2", "k=2:z=0:confirm=3"]
+    res = json.loads(out.read_text())
+    judged = np.array(res["judged"])
+    assert judged.shape[1] == 3 and (judged[:, 0] == 0).all()
+    free, never, _ = res["rows"]
+    for row in res["rows"]:
+        picks = np.array(row["picks"])
+        assert row["decisions"] == len(judged) == len(picks) > 0
+        assert row["gain"] == pytest.approx(judged[np.arange(len(picks)), picks].mean())
+    assert free["overruled"] > 0 and never["overruled"] == 0 and never["gain"] == 0
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--truth", "0"], "--truth must be at least 1"),
+        (["--settings", "c=2"], "c= is the run's"),
+        (["--settings", "k=2;foo=1"], "unknown option 'foo'"),
+        (["--base", "rule", "--settings", "leaf=1"], "has none"),
+    ],
+)
+def test_bad_flags_exit_2(argv, match, capsys):
+    with pytest.raises(SystemExit) as exc:
+        search_quality.main([*argv, "--tables", "1", "--steps", "1", "--no-progress"])
+    assert exc.value.code == 2
+    assert match in capsys.readouterr().err
