@@ -55,8 +55,11 @@ def test_the_decisions_kept_are_the_searched_ones_with_the_search_choice(base, t
 
 def test_a_search_that_never_overrules_teaches_the_favourite(base, tmp_path):
     """z=10: the search plays the base's favourite (its candidate 0) unless another candidate
-    wins by ten standard errors (on these seeds none does); nothing is overruled."""
-    data = _run(base, tmp_path / "d", "--searched", "30", "--unsure", "1", "--z", "10")
+    wins by ten standard errors of whole-hand rollouts (on these seeds none does); nothing is
+    overruled."""
+    data = _run(
+        base, tmp_path / "d", "--searched", "30", "--unsure", "1", "--z", "10", "--leaf", "0"
+    )
     assert (data["search"] == data["favourite"]).all()
     report = json.loads((tmp_path / "d" / "distill.json").read_text())
     assert report["distill"]["overruled"] == 0

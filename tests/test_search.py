@@ -342,6 +342,19 @@ def test_leaf_search_plays_and_needs_a_value():
     acts = decide(agent, encode(st, g, st.actor), st.mask, st, g)
     assert st.mask[g, acts].all()
     assert make_agent("search:ppo-guiyang:leaf=3").leaf == 3
+    got = {
+        spec: (lambda a: (a.leaf, a.k, a.z))(make_agent(spec))
+        for spec in ("search:ppo-guiyang", "search:ppo-guiyang:leaf=0", "search:rule")
+    }
+    assert got == {
+        "search:ppo-guiyang": (2, 32, 0.0),
+        "search:ppo-guiyang:leaf=0": (0, 16, 1.0),
+        "search:rule": (0, 16, 1.0),
+    }, "a network base defaults to value leaves; k and z follow leaf"
+    assert (make_agent("search:ppo-guiyang:k=8:z=2").k, make_agent("search:ppo-guiyang:z=2").z) == (
+        8,
+        2,
+    )
     with pytest.raises(ValueError, match="has none"):
         make_agent("search:rule:leaf=1")
 

@@ -48,7 +48,7 @@ from agents.ppo import (
     shipped_policy,
 )
 from agents.registry import SHIPPED_POLICIES
-from agents.search import _LIMITS, DEFAULTS, SearchAgent
+from agents.search import _LIMITS, DEFAULTS, VALUE_DEFAULTS, SearchAgent
 from training.cli import (
     INT_NON_NEGATIVE,
     INT_POSITIVE,
@@ -85,15 +85,15 @@ class Args:
     base: str = "ppo-guiyang"
     """the network to improve: a shipped policy's name or a checkpoint file (its rules are the
     games')"""
-    k: int = DEFAULTS["k"]
+    k: int = VALUE_DEFAULTS["k"]
     """the search's deals sampled per decision"""
     c: int = DEFAULTS["c"]
     """the search's candidate actions, BASE's most likely first"""
     unsure: float = DEFAULTS["unsure"]
     """search where BASE's most likely action has probability below this (0 < P <= 1)"""
-    z: float = DEFAULTS["z"]
+    z: float = VALUE_DEFAULTS["z"]
     """standard errors by which another candidate must beat BASE's favourite"""
-    leaf: int = DEFAULTS["leaf"]
+    leaf: int = VALUE_DEFAULTS["leaf"]
     """score rollouts by BASE's value at the seat's N-th next decision (0: play to the end)"""
     confirm: int = DEFAULTS["confirm"]
     """fresh deals on which a candidate that beat the favourite must beat it again (0: none)"""
