@@ -112,7 +112,7 @@ def rollout(
     match: np.ndarray,
     pair: np.ndarray,
     rng,
-    seat: np.ndarray | None = None,
+    seat: np.ndarray,
     leaf: int = 0,
 ) -> np.ndarray:
     """Play the games of ``st`` with ``base`` in every seat, in place; returns float64 ``[B]``:
@@ -159,10 +159,7 @@ def rollout(
                 cdf = np.cumsum(probs, 1)
                 actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
         core.step(rules, st, actions, active=actions != -1)
-    over = st.phase == OVER
-    if seat is None:
-        return np.where(over, 0.0, value)
-    return np.where(over, seat_scores(st, seat), value)
+    return np.where(st.phase == OVER, seat_scores(st, seat), value)
 
 
 def value_points(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -353,7 +350,8 @@ class SearchAgent(Agent):
 
     def __repr__(self) -> str:
         return (
-            f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z})"
+            f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z}, "
+            f"leaf={self.leaf}, confirm={self.confirm})"
         )
 
 
