@@ -68,15 +68,25 @@ observation, as the engine state does not hold them."""
 
 def rollout_probs(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """float64 ``[k, 86]``: the probabilities with which ``agent`` plays each action."""
+    return rollout_policy(agent, obs, mask)[0]
+
+
+def rollout_policy(
+    agent: Agent, obs: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`rollout_probs` and, from the same network call, ``agent``'s value of each
+    observation (float64 ``[k]``, in its value head's units; None for an agent without one)."""
     policy = getattr(agent, "policy", None)
     if policy is not None:
-        probs = np.asarray(policy(obs, mask)[0], dtype=np.float64)
+        probs, value = policy(obs, mask)
+        probs = np.asarray(probs, dtype=np.float64)
+        value = np.asarray(value, dtype=np.float64)
         if not getattr(agent, "greedy", False):
-            return np.where(mask, probs, 0.0)
-        return np.eye(mask.shape[1])[np.where(mask, probs, -1).argmax(1)]
+            return np.where(mask, probs, 0.0), value
+        return np.eye(mask.shape[1])[np.where(mask, probs, -1).argmax(1)], value
     if isinstance(agent, RandomAgent):
-        return mask / mask.sum(1, keepdims=True)
-    return np.eye(mask.shape[1])[agent.act(obs, mask)]
+        return mask / mask.sum(1, keepdims=True), None
+    return np.eye(mask.shape[1])[agent.act(obs, mask)], None
 
 
 def _preference(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -120,8 +130,8 @@ def rollout(
 
     With ``leaf=0`` every game is played to the end of its hand and scored by its settlement
     (:func:`seat_scores`). With ``leaf=N`` a game stops at ``seat``'s N-th decision with a
-    choice, and is scored there by BASE's value of the seat's observation, in points
-    (:func:`value_points`); a hand that ends first is scored by its settlement.
+    choice, and is scored there by BASE's value of the seat's observation in points (its value
+    head over its ``reward_scale``); a hand that ends first is scored by its settlement.
 
     ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS`, copied
     into every observation the rollout encodes. Games with the same ``pair``
@@ -145,27 +155,33 @@ def rollout(
         if g.size:
             obs = encode(st, g, st.actor[g])
             obs[:, _MATCH_COLS] = match[g]
-            m = mask[ask]
+            probs, v = rollout_policy(base, obs, mask[ask])  # one call of BASE per step
             if leaf:
                 own = st.actor[g] == seat[g]
                 left[g[own]] -= 1
                 stop = own & (left[g] == 0)
-                if stop.any():
-                    value[g[stop]] = value_points(base, obs[stop], m[stop])
-                    stopped[g[stop]] = True
-                    g, obs, m = g[~stop], obs[~stop], m[~stop]
-            if g.size:
-                probs = rollout_probs(base, obs, m)
-                cdf = np.cumsum(probs, 1)
-                actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
+                # the value head over the reward scale it was trained with: points
+                value[g[stop]] = v[stop] / base.reward_scale
+                stopped[g[stop]] = True
+                g, probs = g[~stop], probs[~stop]
+            cdf = np.cumsum(probs, 1)
+            actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
         core.step(rules, st, actions, active=actions != -1)
     return np.where(st.phase == OVER, seat_scores(st, seat), value)
 
 
-def value_points(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """float64 ``[k]``: ``agent``'s value of each observation, in points of the hand's
-    settlement (its value head over the reward scale it was trained with)."""
-    return agent.policy(obs, mask)[1] / agent.reward_scale
+def rollout_groups(cand: np.ndarray, k: int) -> list[np.ndarray]:
+    """The rows of ``cand`` (``[R, c]``) in consecutive groups whose rollouts (``k`` for each
+    distinct candidate) stay within :data:`ROLLOUT_BATCH` games; a row that alone exceeds it
+    is a group of its own."""
+    games = np.cumsum(k * distinct(cand).sum(1))  # rollout games up to each row
+    out, lo = [], 0
+    while lo < len(cand):
+        done = games[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(games, done + ROLLOUT_BATCH, side="right")))
+        out.append(np.arange(lo, hi))
+        lo = hi
+    return out
 
 
 class SearchAgent(Agent):
@@ -278,15 +294,9 @@ class SearchAgent(Agent):
         each scored on ``k`` deals, the rows in groups of at most :data:`ROLLOUT_BATCH` rollout
         games."""
         pick = np.zeros(rows.size, dtype=np.int64)
-        games = np.cumsum(k * distinct(cand).sum(1))  # rollout games up to each row
-        lo = 0
-        while lo < rows.size:
-            done = games[lo - 1] if lo else 0
-            hi = max(lo + 1, int(np.searchsorted(games, done + ROLLOUT_BATCH, side="right")))
-            part = np.arange(lo, hi)
+        for part in rollout_groups(cand, k):
             r = rows[part]
             pick[part] = self.choose(self.evaluate(view.take(r), obs[r], cand[part], k), cand[part])
-            lo = hi
         return pick
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:

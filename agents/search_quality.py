@@ -27,10 +27,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from agents.arena import unwritable
 from agents.registry import make_agent
-from agents.search import DEFAULTS, ROLLOUT_BATCH, SearchAgent, parse_spec, rollout_probs
+from agents.search import DEFAULTS, SearchAgent, parse_spec, rollout_groups, rollout_probs
 from zhuoji_env import belief
 from zhuoji_env.engine import BatchGame
+from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.observation import encode
 
 
@@ -85,9 +87,7 @@ def run(
             probs = rollout_probs(player, obs, mask) if probs is None else probs
             cand = judge.candidates(obs[rows], mask[rows], probs[rows])
             full = belief.public_view(st)
-            step = max(1, ROLLOUT_BATCH // (truth * c))
-            for lo in range(0, rows.size, step):
-                part = slice(lo, lo + step)
+            for part in rollout_groups(cand, truth):
                 r = rows[part]
                 mean = judge.evaluate(full.take(r), obs[r], cand[part]).mean(1)
                 judged.append(mean - mean[:, :1])
@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("truth", "tables", "steps"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
+        problem = args.json and unwritable(args.json)
+        if problem:
+            raise ValueError(f"--json {str(args.json)!r}: {problem}")
         specs = settings(args.settings, args.base)
         out = run(
             args.base,
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{ci:>18s} {r['ms']:7.1f}"
         )
     if args.json:
-        args.json.write_text(json.dumps(out) + "\n", encoding="utf-8")
+        write_text_atomic(args.json, json.dumps(out) + "\n")
     return 0
 
 

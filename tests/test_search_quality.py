@@ -36,6 +36,7 @@ def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
         (["--settings", "c=2"], "c= is the run's"),
         (["--settings", "k=2;foo=1"], "unknown option 'foo'"),
         (["--base", "rule", "--settings", "leaf=1"], "has none"),
+        (["--json", "/no/such/folder/q.json"], "does not exist"),
     ],
 )
 def test_bad_flags_exit_2(argv, match, capsys):
