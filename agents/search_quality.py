@@ -5,16 +5,20 @@
 
 BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
 At each decision the search would take up (more than one legal action, BASE's favourite below
-``--unsure``), every setting (``search:BASE`` options separated by ``;``, :mod:`agents.search`)
-picks among the same candidates (BASE's ``--c`` most likely actions), each on its own deals, and
-a judge scores every candidate on ``--truth`` fresh deals played to the end of the hand: its
-mean settlement less the favourite's. A setting's *gain* is that judged difference at the
-candidate it picked (0 where it kept the favourite), averaged over the decisions, with a 95%
-interval over them; the judge's deals are independent of the settings', so a pick that won on
-its own noisy deals (the winner's curse) is not credited for it. The gain is measured under the
+``--unsure``), a judge scores each of BASE's ``--c`` most likely actions on ``--truth`` fresh
+deals played to the end of the hand: its mean settlement less the favourite's. Every setting
+(``search:BASE`` options separated by ``;``, :mod:`agents.search`) picks among the same
+candidates, each on its own deals: among the first ``c`` of them where it sets ``c=`` (at most
+``--c``), and only where BASE's favourite is below its own ``unsure=`` (at most ``--unsure``),
+else it keeps the favourite. A setting's *gain* is the judged difference at the candidate it
+picked (0 where it kept the favourite), averaged over all the run's decisions (so settings
+that search different decisions compare per decision of the game), with a 95% interval over
+them; the judge's deals are independent of the settings', so a pick that won on its own noisy
+deals (the winner's curse) is not credited for it. The gain is measured under the
 search's own model (the belief's uniform prior, BASE in every seat), not against real
 opponents: an arena (``agents.arena``) measures that. ``ms`` is each setting's time per
-decision. ``--json FILE`` writes the table and every decision's judged differences.
+decision it searched. ``--json FILE`` writes the table, and every decision's judged differences
+and BASE's probability of its favourite (1 for a BASE without probabilities).
 """
 
 from __future__ import annotations
@@ -36,19 +40,21 @@ from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.observation import encode
 
 
-def settings(text: str, base: str) -> list[tuple[str, dict]]:
-    """``"k=16;leaf=2:z=0"`` -> ``[(label, options)]``, each checked by ``parse_spec``; the
-    candidates' options ``c`` and ``unsure`` belong to the run, not to a setting."""
+def settings(text: str, base: str, c: int, unsure: float) -> list[tuple[str, dict]]:
+    """``"k=16;leaf=2:z=0"`` -> ``[(label, options)]``, each checked by ``parse_spec``. A
+    setting's ``c`` and ``unsure`` narrow the run's (``c``, ``unsure``): they may not exceed
+    them, as the judge scores only the run's candidates at the run's decisions."""
     out = []
     for part in text.split(";"):
         part = part.strip()
         opts = parse_spec(f"{base}:{part}")[1] if part else {}
-        for fixed in ("c", "unsure"):
-            if fixed in opts:
+        for name, most in (("c", c), ("unsure", unsure)):
+            if opts.get(name, most) > most:
                 raise ValueError(
-                    f"setting {part!r}: {fixed}= is the run's (--{fixed}), not a setting's"
+                    f"setting {part!r}: {name}={opts[name]:g} is above the run's --{name} "
+                    f"{most:g}, and the judge scores only the run's candidates and decisions"
                 )
-        out.append((part or "defaults", opts))
+        out.append((part or "defaults", {"c": c, "unsure": unsure, **opts}))
     return out
 
 
@@ -69,36 +75,43 @@ def run(
     seeds = np.random.SeedSequence(seed).spawn(len(specs) + 2)
     own = lambda i: int(seeds[i].generate_state(1)[0])  # noqa: E731
     player = make_agent(base, seed=own(0), rules=game.rules)
-    common = {"c": c, "unsure": unsure}
-    judge = SearchAgent(player, rules=game.rules, k=truth, seed=own(1), **common)
+    judge = SearchAgent(player, rules=game.rules, k=truth, c=c, unsure=unsure, seed=own(1))
     agents = [
-        SearchAgent(player, rules=game.rules, seed=own(i + 2), **common, **opts)
+        SearchAgent(player, rules=game.rules, seed=own(i + 2), **opts)
         for i, (_, opts) in enumerate(specs)
     ]
     picks: list[list[np.ndarray]] = [[] for _ in specs]
-    seconds = np.zeros(len(specs))
-    judged, g = [], np.arange(tables)
+    seconds, searched = np.zeros(len(specs)), np.zeros(len(specs), dtype=np.int64)
+    judged, favourite, g = [], [], np.arange(tables)
     for _ in tqdm(range(steps), disable=not progress, desc="steps"):
         st = game.state
         obs, mask = encode(st, g, st.actor), st.mask.astype(bool)
         ask, probs = judge.to_search(obs, mask)
         rows = np.flatnonzero(ask)
         if rows.size:
+            valued = probs is not None
             probs = rollout_probs(player, obs, mask) if probs is None else probs
             cand = judge.candidates(obs[rows], mask[rows], probs[rows])
+            p = probs[rows].max(1) if valued else np.ones(rows.size)
+            favourite.append(p)
             full = belief.public_view(st)
             for part in rollout_groups(cand, truth):
                 r = rows[part]
                 mean = judge.evaluate(full.take(r), obs[r], cand[part]).mean(1)
                 judged.append(mean - mean[:, :1])
             for i, agent in enumerate(agents):
+                mine = np.flatnonzero(p < agent.unsure) if valued else np.arange(rows.size)
+                pick = np.zeros(rows.size, dtype=np.int64)
                 start = time.perf_counter()
-                picks[i].append(agent.pick(full, obs, rows, cand))
+                if mine.size:
+                    pick[mine] = agent.pick(full, obs, rows[mine], cand[mine, : agent.c])
                 seconds[i] += time.perf_counter() - start
+                searched[i] += mine.size
+                picks[i].append(pick)
         game.step(player.act(obs, mask))
     diff = np.concatenate(judged) if judged else np.zeros((0, c))
     rows_out = []
-    for (label, _), pick, secs in zip(specs, picks, seconds, strict=True):
+    for (label, _), pick, secs, n in zip(specs, picks, seconds, searched, strict=True):
         p = np.concatenate(pick) if pick else np.zeros(0, dtype=np.int64)
         gain = diff[np.arange(len(p)), p]
         half = 1.96 * gain.std(ddof=1) / np.sqrt(len(p)) if len(p) > 1 else float("nan")
@@ -106,14 +119,22 @@ def run(
             {
                 "setting": label,
                 "decisions": len(p),
+                "searched": int(n),
                 "overruled": float(np.mean(p > 0)) if len(p) else float("nan"),
                 "gain": float(gain.mean()) if len(p) else float("nan"),
                 "ci": [float(gain.mean() - half), float(gain.mean() + half)] if len(p) else None,
-                "ms": 1000 * secs / max(len(p), 1),
+                "ms": 1000 * secs / max(n, 1),
                 "picks": p.tolist(),
             }
         )
-    return {"base": base, "truth": truth, "rows": rows_out, "judged": diff.tolist()}
+    p = np.concatenate(favourite) if favourite else np.zeros(0)
+    return {
+        "base": base,
+        "truth": truth,
+        "rows": rows_out,
+        "judged": diff.tolist(),
+        "favourite": p.tolist(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         problem = args.json and unwritable(args.json)
         if problem:
             raise ValueError(f"--json {str(args.json)!r}: {problem}")
-        specs = settings(args.settings, args.base)
+        specs = settings(args.settings, args.base, args.c, args.unsure)
         out = run(
             args.base,
             specs,
@@ -156,13 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(str(exc))
-    head = ("setting", "decisions", "overruled", "gain", "95% CI", "ms")
-    print("{:28s} {:>9s} {:>9s} {:>8s} {:>18s} {:>7s}".format(*head))
+    head = ("setting", "decisions", "searched", "overruled", "gain", "95% CI", "ms")
+    print("{:28s} {:>9s} {:>8s} {:>9s} {:>8s} {:>18s} {:>7s}".format(*head))
     for r in out["rows"]:
         ci = f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]" if r["ci"] else "-"
         print(
-            f"{r['setting']:28s} {r['decisions']:9d} {r['overruled']:9.3f} {r['gain']:+8.3f} "
-            f"{ci:>18s} {r['ms']:7.1f}"
+            f"{r['setting']:28s} {r['decisions']:9d} {r['searched']:8d} {r['overruled']:9.3f} "
+            f"{r['gain']:+8.3f} {ci:>18s} {r['ms']:7.1f}"
         )
     if args.json:
         write_text_atomic(args.json, json.dumps(out) + "\n")

@@ -29,11 +29,29 @@ def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
     assert free["overruled"] > 0 and never["overruled"] == 0 and never["gain"] == 0
 
 
+def test_a_setting_narrows_the_runs_candidates_and_decisions(tmp_path):
+    out = tmp_path / "q.json"
+    argv = ["--base", "ppo-guiyang", "--c", "3", "--unsure", "1", "--truth", "2", "--tables", "3"]
+    argv += ["--steps", "12", "--seed", "5", "--no-progress", "--json", str(out)]
+    settings = "leaf=1:k=2:z=0;leaf=1:k=2:z=0:c=2;leaf=1:k=2:z=0:unsure=0.8"
+    assert search_quality.main([*argv, "--settings", settings]) == 0
+    res = json.loads(out.read_text())
+    p, judged = np.array(res["favourite"]), np.array(res["judged"])
+    wide, two, sure = (np.array(r["picks"]) for r in res["rows"])
+    assert len(p) == len(judged) == len(wide) > 0 and ((p > 0) & (p < 1)).all()
+    assert res["rows"][0]["searched"] == len(p) and res["rows"][2]["searched"] == (p < 0.8).sum()
+    assert 0 < (p < 0.8).sum() < len(p)
+    assert (two <= 1).all() and (sure[p >= 0.8] == 0).all() and (wide == 2).any()
+    for row, picks in zip(res["rows"], (wide, two, sure), strict=True):
+        assert row["gain"] == pytest.approx(judged[np.arange(len(p)), picks].mean())
+
+
 @pytest.mark.parametrize(
     "argv,match",
     [
         (["--truth", "0"], "--truth must be at least 1"),
-        (["--settings", "c=2"], "c= is the run's"),
+        (["--settings", "c=4"], "c=4 is above the run's --c 3"),
+        (["--unsure", "0.8", "--settings", "unsure=0.9"], "unsure=0.9 is above the run's"),
         (["--settings", "k=2;foo=1"], "unknown option 'foo'"),
         (["--base", "rule", "--settings", "leaf=1"], "has none"),
         (["--json", "/no/such/folder/q.json"], "does not exist"),
