@@ -33,7 +33,14 @@ from tqdm import tqdm
 
 from agents.arena import unwritable
 from agents.registry import make_agent
-from agents.search import DEFAULTS, SearchAgent, parse_spec, rollout_groups, rollout_probs
+from agents.search import (
+    DEFAULTS,
+    VALUE_DEFAULTS,
+    SearchAgent,
+    parse_spec,
+    rollout_groups,
+    rollout_probs,
+)
 from zhuoji_env import belief
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.fileio import write_text_atomic
@@ -58,6 +65,13 @@ def settings(text: str, base: str, c: int, unsure: float) -> list[tuple[str, dic
     return out
 
 
+def make_judge(player, rules, truth: int, c: int, unsure: float, seed: int) -> SearchAgent:
+    """The judge: the run's decisions (``unsure``) and candidates (``c``), each scored on
+    ``truth`` deals played to the end of the hand (``leaf=0``, whatever BASE's default: a value
+    leaf would judge the settings by the model they search with)."""
+    return SearchAgent(player, rules=rules, k=truth, c=c, unsure=unsure, leaf=0, seed=seed)
+
+
 def run(
     base: str,
     specs: list[tuple[str, dict]],
@@ -75,7 +89,7 @@ def run(
     seeds = np.random.SeedSequence(seed).spawn(len(specs) + 2)
     own = lambda i: int(seeds[i].generate_state(1)[0])  # noqa: E731
     player = make_agent(base, seed=own(0), rules=game.rules)
-    judge = SearchAgent(player, rules=game.rules, k=truth, c=c, unsure=unsure, seed=own(1))
+    judge = make_judge(player, game.rules, truth, c, unsure, own(1))
     agents = [
         SearchAgent(player, rules=game.rules, seed=own(i + 2), **opts)
         for i, (_, opts) in enumerate(specs)
@@ -149,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=16)
     parser.add_argument("--steps", type=int, default=70, help="steps BASE plays at every table")
     parser.add_argument("--c", type=int, default=DEFAULTS["c"], help="candidates per decision")
-    parser.add_argument("--unsure", type=float, default=DEFAULTS["unsure"])
+    parser.add_argument("--unsure", type=float, default=VALUE_DEFAULTS["unsure"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default="guiyang")
     parser.add_argument("--json", type=Path, help="write the results to this file")

@@ -46,6 +46,13 @@ def test_a_setting_narrows_the_runs_candidates_and_decisions(tmp_path):
         assert row["gain"] == pytest.approx(judged[np.arange(len(p)), picks].mean())
 
 
+def test_the_judge_plays_whole_hands_even_for_a_network_base():
+    from agents.registry import make_agent
+
+    judge = search_quality.make_judge(make_agent("ppo-guiyang"), None, 64, 4, 0.95, 1)
+    assert (judge.leaf, judge.k, judge.c, judge.unsure) == (0, 64, 4, 0.95)
+
+
 @pytest.mark.parametrize(
     "argv,match",
     [
