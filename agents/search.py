@@ -47,13 +47,18 @@ searched, the probability of BASE's favourite at or above which it is played wit
 at every decision with a choice), the standard errors by which another candidate must beat the
 favourite to be played, the rollouts' depth and the fresh deals of a second stage (none)."""
 
-VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
-"""The defaults for a BASE with a value (a network): rollouts scored by that value at the
-seat's second next decision, on 32 deals, the best mean played (their paired differences vary
-about five times less than whole hands', docs/search.md). ``k`` and ``z`` take these defaults
-whenever ``leaf`` is above 0. At these defaults a 500-deal arena of ``search:ppo-guiyang``
-against ``ppo-guiyang`` takes about 17 minutes on two cores (``--workers 2``)."""
+VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "unsure": 1.0, "z": 0.5, "leaf": 2}
+"""The defaults for a BASE with a value (a network): every decision with a choice searched
+(unless BASE is certain), rollouts scored by that value at the seat's second next decision, on
+32 deals, and another candidate played where it beats the favourite by half a standard error
+(value leaves' paired differences vary about five times less than whole hands', so searching
+even the decisions BASE is nearly sure of gains, docs/search.md). ``k``, ``unsure`` and ``z``
+take these defaults whenever ``leaf`` is above 0. At these defaults a 500-deal arena of
+``search:ppo-guiyang`` against ``ppo-guiyang`` takes about 40 minutes on two cores."""
 
+_FOLLOW_LEAF = object()
+"""The default of the options ``k``, ``unsure`` and ``z``: :data:`VALUE_DEFAULTS`' with
+``leaf`` above 0, else :data:`DEFAULTS`'."""
 _LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
@@ -194,10 +199,10 @@ class SearchAgent(Agent):
         self,
         base: Agent,
         rules=None,
-        k: int | None = None,
+        k: int = _FOLLOW_LEAF,
         c: int = DEFAULTS["c"],
-        unsure: float | None = DEFAULTS["unsure"],
-        z: float | None = None,
+        unsure: float | None = _FOLLOW_LEAF,
+        z: float = _FOLLOW_LEAF,
         leaf: int | None = None,
         confirm: int = DEFAULTS["confirm"],
         seed=None,
@@ -209,8 +214,9 @@ class SearchAgent(Agent):
         if leaf is None:
             leaf = VALUE_DEFAULTS["leaf"] if valued else DEFAULTS["leaf"]
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS
-        k = defaults["k"] if k is None else k
-        z = defaults["z"] if z is None else z
+        k = defaults["k"] if k is _FOLLOW_LEAF else k
+        unsure = defaults["unsure"] if unsure is _FOLLOW_LEAF else unsure
+        z = defaults["z"] if z is _FOLLOW_LEAF else z
         for name, value in (("k", k), ("c", c), ("leaf", leaf), ("confirm", confirm)):
             low, high = _LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

@@ -89,7 +89,7 @@ class Args:
     """the search's deals sampled per decision"""
     c: int = DEFAULTS["c"]
     """the search's candidate actions, BASE's most likely first"""
-    unsure: float = DEFAULTS["unsure"]
+    unsure: float = VALUE_DEFAULTS["unsure"]
     """search where BASE's most likely action has probability below this (0 < P <= 1)"""
     z: float = VALUE_DEFAULTS["z"]
     """standard errors by which another candidate must beat BASE's favourite"""
