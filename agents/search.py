@@ -54,7 +54,8 @@ VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "unsure": 1.0, "z": 0.5, "leaf": 2}
 (value leaves' paired differences vary about five times less than whole hands', so searching
 even the decisions BASE is nearly sure of gains, docs/search.md). ``k``, ``unsure`` and ``z``
 take these defaults whenever ``leaf`` is above 0. At these defaults a 500-deal arena of
-``search:ppo-guiyang`` against ``ppo-guiyang`` takes about 40 minutes on two cores."""
+``search:ppo-guiyang`` against ``ppo-guiyang`` took 62 minutes here in one process, with another
+arena on the second core (docs/search.md)."""
 
 _FOLLOW_LEAF = object()
 """The default of the options ``k``, ``unsure`` and ``z``: :data:`VALUE_DEFAULTS`' with
