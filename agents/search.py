@@ -58,8 +58,9 @@ take these defaults whenever ``leaf`` is above 0. At these defaults a 500-deal a
 arena on the second core (docs/search.md)."""
 
 _FOLLOW_LEAF = object()
-"""The default of the options ``k``, ``unsure`` and ``z``: :data:`VALUE_DEFAULTS`' with
-``leaf`` above 0, else :data:`DEFAULTS`'."""
+"""The default of the option ``unsure`` (where None means "search every decision"):
+:data:`VALUE_DEFAULTS`' with ``leaf`` above 0, else :data:`DEFAULTS`', as for ``k`` and ``z``
+given as None."""
 _LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
@@ -93,6 +94,17 @@ def rollout_policy(
     if isinstance(agent, RandomAgent):
         return mask / mask.sum(1, keepdims=True), None
     return np.eye(mask.shape[1])[agent.act(obs, mask)], None
+
+
+def ranking_probs(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """float64 ``[k, 86]``: the probabilities by which the search ranks ``agent``'s actions and
+    measures how sure it is: a network's softmax, even with ``:greedy`` (whose one-hot rollout
+    probabilities would never be unsure and would leave its candidates after the first to
+    chance); :func:`rollout_probs` for the others."""
+    policy = getattr(agent, "policy", None)
+    if policy is None:
+        return rollout_probs(agent, obs, mask)
+    return np.where(mask, np.asarray(policy(obs, mask)[0], dtype=np.float64), 0.0)
 
 
 def _preference(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -200,10 +212,10 @@ class SearchAgent(Agent):
         self,
         base: Agent,
         rules=None,
-        k: int = _FOLLOW_LEAF,
+        k: int | None = None,
         c: int = DEFAULTS["c"],
-        unsure: float | None = _FOLLOW_LEAF,
-        z: float = _FOLLOW_LEAF,
+        unsure=_FOLLOW_LEAF,
+        z: float | None = None,
         leaf: int | None = None,
         confirm: int = DEFAULTS["confirm"],
         seed=None,
@@ -215,9 +227,9 @@ class SearchAgent(Agent):
         if leaf is None:
             leaf = VALUE_DEFAULTS["leaf"] if valued else DEFAULTS["leaf"]
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS
-        k = defaults["k"] if k is _FOLLOW_LEAF else k
+        k = defaults["k"] if k is None else k
         unsure = defaults["unsure"] if unsure is _FOLLOW_LEAF else unsure
-        z = defaults["z"] if z is _FOLLOW_LEAF else z
+        z = defaults["z"] if z is None else z
         for name, value in (("k", k), ("c", c), ("leaf", leaf), ("confirm", confirm)):
             low, high = _LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -276,7 +288,7 @@ class SearchAgent(Agent):
         if not rows.size:
             return acts, rows, rows
         if probs is None:
-            probs = rollout_probs(self.base, obs[rows], mask[rows])
+            probs = ranking_probs(self.base, obs[rows], mask[rows])
         else:
             probs = probs[rows]
         cand = self.candidates(obs[rows], mask[rows], probs)
@@ -313,7 +325,7 @@ class SearchAgent(Agent):
         search = mask.sum(1) > 1
         if self.unsure is None or not hasattr(self.base, "policy"):
             return search, None
-        probs = rollout_probs(self.base, obs, mask)
+        probs = ranking_probs(self.base, obs, mask)
         return search & (probs.max(1) < self.unsure), probs
 
     def candidates(self, obs, mask, probs) -> np.ndarray:

@@ -1,6 +1,6 @@
 """How good are a search's choices? Their gain over BASE's favourite, judged by fresh rollouts.
 
-    python -m agents.search_quality --base ppo-guiyang --settings "k=16;leaf=2:k=32:z=0" \\
+    python -m agents.search_quality --base ppo-guiyang --settings "leaf=0:k=16;leaf=2:k=32:z=0" \\
         --truth 256 --tables 16 --steps 70 --seed 13
 
 BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
@@ -10,7 +10,8 @@ deals played to the end of the hand: its mean settlement less the favourite's. E
 (``search:BASE`` options separated by ``;``, :mod:`agents.search`) picks among the same
 candidates, each on its own deals: among the first ``c`` of them where it sets ``c=`` (at most
 ``--c``), and only where BASE's favourite is below its own ``unsure=`` (at most ``--unsure``),
-else it keeps the favourite. A setting's *gain* is the judged difference at the candidate it
+else it keeps the favourite (a setting without ``c=`` or ``unsure=`` takes the run's, not the
+agent's defaults). A setting's *gain* is the judged difference at the candidate it
 picked (0 where it kept the favourite), averaged over all the run's decisions (so settings
 that search different decisions compare per decision of the game), with a 95% interval over
 them; the judge's deals are independent of the settings', so a pick that won on its own noisy
@@ -38,8 +39,8 @@ from agents.search import (
     VALUE_DEFAULTS,
     SearchAgent,
     parse_spec,
+    ranking_probs,
     rollout_groups,
-    rollout_probs,
 )
 from zhuoji_env import belief
 from zhuoji_env.engine import BatchGame
@@ -104,7 +105,7 @@ def run(
         rows = np.flatnonzero(ask)
         if rows.size:
             valued = probs is not None
-            probs = rollout_probs(player, obs, mask) if probs is None else probs
+            probs = ranking_probs(player, obs, mask) if probs is None else probs
             cand = judge.candidates(obs[rows], mask[rows], probs[rows])
             p = probs[rows].max(1) if valued else np.ones(rows.size)
             favourite.append(p)

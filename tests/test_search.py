@@ -354,6 +354,23 @@ def test_leaf_search_plays_and_needs_a_value():
     given = make_agent("search:ppo-guiyang:k=8:unsure=0.7:z=2")
     assert (given.k, given.unsure, given.z) == (8, 0.7, 2)
     assert SearchAgent(make_agent("ppo-guiyang"), unsure=None).unsure is None
+    followed = SearchAgent(make_agent("ppo-guiyang"), k=None, z=None, leaf=0)
+    assert (followed.k, followed.unsure, followed.z) == (16, 0.9, 1.0)
+
+
+def test_a_greedy_network_base_is_searched_and_ranked_by_its_softmax():
+    rules, st = _midgame(5)
+    g = np.arange(48)
+    obs, mask = encode(st, g, st.actor), st.mask.astype(bool)
+    soft = make_agent("search:ppo-guiyang:c=3")
+    greedy = make_agent("search:ppo-guiyang:greedy:c=3")
+    ask, probs = greedy.to_search(obs, mask)
+    assert np.array_equal(ask, soft.to_search(obs, mask)[0]) and ask.any()
+    assert np.allclose(probs[ask].sum(1), 1, atol=1e-5) and (probs[ask].max(1) < 1).all()
+    rows = np.flatnonzero(ask & (mask.sum(1) >= 3))
+    top = np.argsort(-np.where(mask, probs, -1.0), axis=1, kind="stable")[rows, :3]
+    cand = greedy.candidates(obs[rows], mask[rows], probs[rows])
+    assert np.array_equal(np.sort(cand, 1), np.sort(top, 1))
     with pytest.raises(ValueError, match="has none"):
         make_agent("search:rule:leaf=1")
 

@@ -6,13 +6,13 @@
 The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``, ``--unsure``,
 ``--z``, ``--leaf`` and ``--confirm``) plays every seat of ``--tables`` games in lock-step (a
 :class:`~zhuoji_env.engine.BatchGame` dealt from ``--seed``), its rollouts of all tables one
-engine batch. At every decision it searched (where BASE was unsure), the seat's observation, its
-legal actions, the action the search chose and BASE's own most likely action are kept, until
-``--searched`` such decisions or ``--time-limit`` minutes. BASE's network is then fitted to the
-search's choices (cross-entropy, :func:`training.learner.behaviour_clone`; the decisions of the
-last tables, a ``--held-out`` share of all, are held out and measured before and after). The
-value head is not fitted (it shares the trunk, so it drifts a little; PPO refits it). Written
-to ``--out-dir``:
+engine batch. At every decision it searched (by default every decision with a choice), the
+seat's observation, its legal actions, the action the search chose and BASE's own most likely
+action are kept, until ``--searched`` such decisions or ``--time-limit`` minutes. BASE's network
+is then fitted to the search's choices (cross-entropy, :func:`training.learner.behaviour_clone`;
+the decisions of the last tables, a ``--held-out`` share of all, are held out and measured
+before and after). The value head is not fitted (it shares the trunk, so it drifts a little;
+PPO refits it). Written to ``--out-dir``:
 
 - ``distilled.pt``: the fitted network, a checkpoint that ``ppo_selfplay --resume`` continues
   (with a fresh optimizer) and ``ship_policy`` ships; its ``stages`` are BASE's and one more for
