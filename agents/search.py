@@ -47,20 +47,14 @@ searched, the probability of BASE's favourite at or above which it is played wit
 at every decision with a choice), the standard errors by which another candidate must beat the
 favourite to be played, the rollouts' depth and the fresh deals of a second stage (none)."""
 
-VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "unsure": 1.0, "z": 0.5, "leaf": 2}
-"""The defaults for a BASE with a value (a network): every decision with a choice searched
-(unless BASE is certain), rollouts scored by that value at the seat's second next decision, on
-32 deals, and another candidate played where it beats the favourite by half a standard error
-(value leaves' paired differences vary about five times less than whole hands', so searching
-even the decisions BASE is nearly sure of gains, docs/search.md). ``k``, ``unsure`` and ``z``
-take these defaults whenever ``leaf`` is above 0. At these defaults a 500-deal arena of
-``search:ppo-guiyang`` against ``ppo-guiyang`` took 62 minutes here in one process, with another
-arena on the second core (docs/search.md)."""
+VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
+"""The defaults for a BASE with a value (a network): rollouts scored by that value at the
+seat's second next decision, on 32 deals, the best mean played (their paired differences vary
+about five times less than whole hands', docs/search.md). ``k`` and ``z`` take these defaults
+whenever ``leaf`` is above 0. At these defaults a 500-deal arena of ``search:ppo-guiyang``
+against ``ppo-guiyang`` takes about 17 minutes on two cores (``--workers 2``); searching every
+decision (``unsure=1:z=0.5``) cost 2.1 times as much and was not measured stronger."""
 
-_FOLLOW_LEAF = object()
-"""The default of the option ``unsure`` (where None means "search every decision"):
-:data:`VALUE_DEFAULTS`' with ``leaf`` above 0, else :data:`DEFAULTS`', as for ``k`` and ``z``
-given as None."""
 _LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
@@ -214,7 +208,7 @@ class SearchAgent(Agent):
         rules=None,
         k: int | None = None,
         c: int = DEFAULTS["c"],
-        unsure=_FOLLOW_LEAF,
+        unsure: float | None = DEFAULTS["unsure"],
         z: float | None = None,
         leaf: int | None = None,
         confirm: int = DEFAULTS["confirm"],
@@ -228,7 +222,6 @@ class SearchAgent(Agent):
             leaf = VALUE_DEFAULTS["leaf"] if valued else DEFAULTS["leaf"]
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS
         k = defaults["k"] if k is None else k
-        unsure = defaults["unsure"] if unsure is _FOLLOW_LEAF else unsure
         z = defaults["z"] if z is None else z
         for name, value in (("k", k), ("c", c), ("leaf", leaf), ("confirm", confirm)):
             low, high = _LIMITS[name]

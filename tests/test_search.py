@@ -347,10 +347,10 @@ def test_leaf_search_plays_and_needs_a_value():
         for spec in ("search:ppo-guiyang", "search:ppo-guiyang:leaf=0", "search:rule")
     }
     assert got == {
-        "search:ppo-guiyang": (2, 32, 1.0, 0.5),
+        "search:ppo-guiyang": (2, 32, 0.9, 0.0),
         "search:ppo-guiyang:leaf=0": (0, 16, 0.9, 1.0),
         "search:rule": (0, 16, 0.9, 1.0),
-    }, "a network base defaults to value leaves; k, unsure and z follow leaf"
+    }, "a network base defaults to value leaves; k and z follow leaf"
     given = make_agent("search:ppo-guiyang:k=8:unsure=0.7:z=2")
     assert (given.k, given.unsure, given.z) == (8, 0.7, 2)
     assert SearchAgent(make_agent("ppo-guiyang"), unsure=None).unsure is None

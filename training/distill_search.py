@@ -6,7 +6,7 @@
 The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``, ``--unsure``,
 ``--z``, ``--leaf`` and ``--confirm``) plays every seat of ``--tables`` games in lock-step (a
 :class:`~zhuoji_env.engine.BatchGame` dealt from ``--seed``), its rollouts of all tables one
-engine batch. At every decision it searched (by default every decision with a choice), the
+engine batch. At every decision it searched (by default where BASE was unsure), the
 seat's observation, its legal actions, the action the search chose and BASE's own most likely
 action are kept, until ``--searched`` such decisions or ``--time-limit`` minutes. BASE's network
 is then fitted to the search's choices (cross-entropy, :func:`training.learner.behaviour_clone`;
@@ -89,7 +89,7 @@ class Args:
     """the search's deals sampled per decision"""
     c: int = DEFAULTS["c"]
     """the search's candidate actions, BASE's most likely first"""
-    unsure: float = VALUE_DEFAULTS["unsure"]
+    unsure: float = DEFAULTS["unsure"]
     """search where BASE's most likely action has probability below this (0 < P <= 1)"""
     z: float = VALUE_DEFAULTS["z"]
     """standard errors by which another candidate must beat BASE's favourite"""
