@@ -104,18 +104,18 @@ def run(
         ask, probs = judge.to_search(obs, mask)
         rows = np.flatnonzero(ask)
         if rows.size:
-            valued = probs is not None
+            has_probs = probs is not None
             probs = ranking_probs(player, obs, mask) if probs is None else probs
             cand = judge.candidates(obs[rows], mask[rows], probs[rows])
-            p = probs[rows].max(1) if valued else np.ones(rows.size)
-            favourite.append(p)
+            top = probs[rows].max(1) if has_probs else np.ones(rows.size)
+            favourite.append(top)
             full = belief.public_view(st)
             for part in rollout_groups(cand, truth):
                 r = rows[part]
                 mean = judge.evaluate(full.take(r), obs[r], cand[part]).mean(1)
                 judged.append(mean - mean[:, :1])
             for i, agent in enumerate(agents):
-                mine = np.flatnonzero(p < agent.unsure) if valued else np.arange(rows.size)
+                mine = np.flatnonzero(top < agent.unsure) if has_probs else np.arange(rows.size)
                 pick = np.zeros(rows.size, dtype=np.int64)
                 start = time.perf_counter()
                 if mine.size:
@@ -142,13 +142,13 @@ def run(
                 "picks": p.tolist(),
             }
         )
-    p = np.concatenate(favourite) if favourite else np.zeros(0)
+    top = np.concatenate(favourite) if favourite else np.zeros(0)
     return {
         "base": base,
         "truth": truth,
         "rows": rows_out,
         "judged": diff.tolist(),
-        "favourite": p.tolist(),
+        "favourite": top.tolist(),
     }
 
 
