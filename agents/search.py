@@ -19,7 +19,9 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ties and other agents' own randomness are then their own, not shared between candidates).
 
 Spec: ``search:BASE[:OPTION=VALUE]...`` with the options ``k``, ``c``, ``unsure``, ``z``,
-``leaf`` and ``confirm`` at the end, each at most once, e.g. ``search:ppo-guiyang``,
+``leaf``, ``confirm`` and ``improve`` (the others' draws per discard in the sampled deals,
+:func:`zhuoji_env.belief.improve_hands`; 0, the uniform belief, by default) at the end, each
+at most once, e.g. ``search:ppo-guiyang``,
 ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``; ``c=all`` searches every
 legal action (``c=86``). :data:`VALUE_DEFAULTS` are the defaults for a network BASE,
 :data:`DEFAULTS` for others and with ``leaf=0``. The agent needs the public view of
@@ -39,13 +41,14 @@ from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 
-DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0, "leaf": 0, "confirm": 0}
+DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0, "leaf": 0, "confirm": 0, "improve": 0.0}
 """The defaults where rollouts play to the end of the hand (``leaf=0``, the only choice for a
 BASE without a value, such as ``rule``): deals sampled per decision, candidate actions
 searched, the probability of BASE's favourite at or above which it is played without search
 (``None``: search every decision with a choice; a BASE without action probabilities is searched
 at every decision with a choice), the standard errors by which another candidate must beat the
-favourite to be played, the rollouts' depth and the fresh deals of a second stage (none)."""
+favourite to be played, the rollouts' depth, the fresh deals of a second stage (none) and the
+others' draws per discard in the sampled deals (none: the uniform belief)."""
 
 VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 """The defaults for a BASE with a value (a network): rollouts scored by that value at the
@@ -55,6 +58,7 @@ whenever ``leaf`` is above 0. At these defaults a 500-deal arena of ``search:ppo
 against ``ppo-guiyang`` takes about 17 minutes on two cores (``--workers 2``); searching every
 decision (``unsure=1:z=0.5``) cost 2.1 times as much and was not measured stronger."""
 
+_REAL = ("unsure", "z", "improve")
 _LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
@@ -212,6 +216,7 @@ class SearchAgent(Agent):
         z: float | None = None,
         leaf: int | None = None,
         confirm: int = DEFAULTS["confirm"],
+        improve: float = DEFAULTS["improve"],
         seed=None,
     ):
         super().__init__(seed)
@@ -233,6 +238,8 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
+        if not 0 <= improve <= 8:
+            raise ValueError(f"search option improve={improve} must be in [0, 8]")
         if leaf and not valued:
             raise ValueError(
                 f"search option leaf={leaf} scores rollouts by BASE's value, and {base!r} has "
@@ -241,7 +248,7 @@ class SearchAgent(Agent):
         self.base = base
         self.rules = Rules.make(rules)
         self.k, self.c, self.unsure, self.z = int(k), int(c), unsure, float(z)
-        self.leaf, self.confirm = int(leaf), int(confirm)
+        self.leaf, self.confirm, self.improve = int(leaf), int(confirm), float(improve)
 
     def reseed(self, seed) -> None:
         super().reseed(seed)
@@ -340,7 +347,7 @@ class SearchAgent(Agent):
         ``k`` (default the agent's) sampled deals. A candidate that repeats the row's first
         (fewer legal actions than c) is not played out: its scores are the first's."""
         r, k = cand.shape[0], k or self.k
-        deals = belief.sample(self.rules, view, k, self.rng)  # rows i*k + j
+        deals = belief.sample(self.rules, view, k, self.rng, self.improve)  # rows i*k + j
         keep = distinct(cand)
         n = keep.sum(1)  # candidates played out per row, the distinct ones first in ``order``
         order = np.argsort(~keep, axis=1, kind="stable")
@@ -373,7 +380,7 @@ class SearchAgent(Agent):
     def __repr__(self) -> str:
         return (
             f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z}, "
-            f"leaf={self.leaf}, confirm={self.confirm})"
+            f"leaf={self.leaf}, confirm={self.confirm}, improve={self.improve})"
         )
 
 
@@ -390,7 +397,7 @@ def parse_spec(arg: str) -> tuple[str, dict]:
         if name not in DEFAULTS:
             raise ValueError(
                 f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure=, z=, "
-                "leaf= and confirm="
+                "leaf=, confirm= and improve="
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")
@@ -398,9 +405,9 @@ def parse_spec(arg: str) -> tuple[str, dict]:
             if name == "c" and value == "all":
                 opts[name] = _LIMITS["c"][1]
             else:
-                opts[name] = float(value) if name in ("unsure", "z") else int(value)
+                opts[name] = float(value) if name in _REAL else int(value)
         except ValueError:
-            kind = "a number" if name in ("unsure", "z") else "an integer"
+            kind = "a number" if name in _REAL else "an integer"
             kind += " or 'all'" if name == "c" else ""
             raise ValueError(f"search:{arg}: option {name}={value!r} is not {kind}") from None
         base = head

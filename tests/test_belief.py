@@ -13,7 +13,8 @@ from scenario_helpers import VARIANTS, make_wall
 from scipy import stats
 from test_env_aec import permute_hidden
 
-from zhuoji_env import belief, observation
+from agents import make_agent
+from zhuoji_env import belief, hands, observation
 from zhuoji_env.engine import BatchGame, core
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.state import (
@@ -27,7 +28,7 @@ from zhuoji_env.engine.state import (
     empty_state,
 )
 from zhuoji_env.rules import Rules
-from zhuoji_env.tiles import NUM_KINDS, kind, parse_tiles
+from zhuoji_env.tiles import NUM_KINDS, code, kind, parse_tiles
 
 _CLAIMS = np.zeros(A.NUM_ACTIONS)
 _CLAIMS[[A.PONG, A.KONG]] = 2.0
@@ -74,7 +75,7 @@ def check_samples(rules: Rules, st: State, g: np.ndarray, samples: State, k: int
 def test_samples_are_real_views_and_valid_games(variant):
     """Over random games of every preset and switch family, 3 and 4 players: each sample
     encodes for the acting seat to its real observation, has its mask, conserves tiles and
-    hand sizes, and plays to a settled end in the engine."""
+    hand sizes, and plays to a settled end in the engine; uniform and improved alike."""
     game = BatchGame(variant, batch_size=32, seed=11)
     rules = game.rules
     rng = np.random.default_rng(3)
@@ -82,7 +83,8 @@ def test_samples_are_real_views_and_valid_games(variant):
     for step in range(120):
         st = game.state
         g = np.flatnonzero(st.phase != OVER)
-        samples = belief.sample(rules, belief.public_view(st, g), 2, rng)
+        improve = 1.0 if step % 2 else 0.0
+        samples = belief.sample(rules, belief.public_view(st, g), 2, rng, improve=improve)
         check_samples(rules, st, g, samples, 2)
         phases.update(st.phase[g].tolist())
         if step % 40 == 0:
@@ -117,10 +119,11 @@ def rob_position(num_players: int = 4):
     return rules, st
 
 
+@pytest.mark.parametrize("improve", [0.0, 2.0])
 @pytest.mark.parametrize("players", [4, 3])
-def test_rob_window_samples(players):
+def test_rob_window_samples(players, improve):
     rules, st = rob_position(players)
-    samples = belief.sample(rules, belief.public_view(st), 400, 5)
+    samples = belief.sample(rules, belief.public_view(st), 400, 5, improve=improve)
     check_samples(rules, st, np.array([0]), samples, 400)
     bugang = samples.hand[:, 1, kind("5m")]
     assert (bugang == 1).all(), "the shown bugang tile stays in the bugang seat's hand"
@@ -180,8 +183,9 @@ def test_samples_depend_only_on_what_the_seat_sees():
                 other = hide_differently(st, int(i), rng)
                 assert (tile_totals(other) == 4).all()
                 assert not np.array_equal(other.wall, st.wall[[i]])
-                a = belief.sample(game.rules, belief.public_view(st, [i]), 4, 123)
-                b = belief.sample(game.rules, belief.public_view(other), 4, 123)
+                improve = float(step % 12 == 0)
+                a = belief.sample(game.rules, belief.public_view(st, [i]), 4, 123, improve)
+                b = belief.sample(game.rules, belief.public_view(other), 4, 123, improve)
                 for name in ("hand", "meld", "wall", "drawn", "claim_opts", "dealt_ready"):
                     assert np.array_equal(getattr(a, name), getattr(b, name)), name
                 seat = st.actor[i]
@@ -322,6 +326,63 @@ def test_seat_hand_follows_the_hypergeometric_law():
     assert stats.chisquare(got, law * got.sum()).pvalue > 0.01
 
 
+# ------------------------------------------------------------- improved hands (a posterior)
+def test_an_exchange_keeps_what_the_hand_needs():
+    """In the hand-built position, seat 3 (8p 5m 9p 9p, one discard counted) makes one
+    exchange with a uniformly chosen place of the live wall (8p 8p 9p) and puts back a tile
+    that leaves it ready: after an 8p only the 5m does (8p8p 9p9p), after the 9p the 5m or the
+    8p (9p9p9p with 8p or 5m alone); never a 9p."""
+    rules, st, _ = small_position()
+    st.river_len[0] = [0, 0, 0, 1]
+    out = Counter()
+    for seed in range(60):
+        s = st.copy()
+        other = np.array([[False, True, True, True]])
+        belief.improve_hands(s, other, 1.0, np.random.default_rng(seed))
+        assert np.array_equal(s.hand[0, :3], st.hand[0, :3]), "only seat 3 exchanged"
+        change = s.hand[0, 3].astype(int) - st.hand[0, 3]
+        moved = np.flatnonzero(s.wall[0] != st.wall[0])
+        if not moved.size:  # drew a 9p, put back another 9p: nothing moved
+            assert not change.any()
+            out["9p", "9p"] += 1
+            continue
+        assert moved.size == 1 and 60 <= moved[0] <= 62
+        got, put = int(st.wall[0, moved[0]]), int(s.wall[0, moved[0]])
+        assert change[got] == 1 and change[put] == -1 and abs(change).sum() == 2
+        assert hands.shanten(s.hand[0, 3]) == 0
+        out[code(got), code(put)] += 1
+    assert set(out) == {("8p", "5m"), ("9p", "5m"), ("9p", "8p")}, out
+    assert out["8p", "5m"] > 25, "the drawn place is uniform: two of the three are 8p"
+
+
+def test_improved_others_are_as_ready_as_real_players():
+    """Mid-hand, in games of the rule-based player, many of the others' hands with six or more
+    discards are ready (听); the uniform belief deals almost none ready, the improved one
+    about as many as the real game holds."""
+    game = BatchGame("guiyang", batch_size=48, seed=5)
+    player = make_agent("rule", seed=0, rules=game.rules)
+    rng = np.random.default_rng(0)
+    real, uniform, improved = [], [], []
+    for step in range(90):
+        st = game.state
+        if step >= 40 and step % 5 == 0:
+            g = np.flatnonzero(st.phase == TURN)
+            view = belief.public_view(st, g)
+            u = belief.sample(game.rules, view, 4, rng)
+            m = belief.sample(game.rules, view, 4, rng, improve=1.0)
+            for q in range(4):
+                late = (st.actor[g] != q) & (st.river_len[g, q] >= 6)
+                rows = np.repeat(late, 4)
+                real.append(hands.shanten(st.hand[g[late], q]) <= 0)
+                uniform.append(hands.shanten(u.hand[rows, q]) <= 0)
+                improved.append(hands.shanten(m.hand[rows, q]) <= 0)
+        g = np.arange(st.batch_size)
+        game.step(player.act(observation.encode(st, g, st.actor), st.mask))
+    real, uniform, improved = (np.concatenate(x).mean() for x in (real, uniform, improved))
+    assert uniform < 0.05 < 0.25 < real
+    assert abs(improved - real) < 0.15, (real, improved)
+
+
 # ------------------------------------------------------------------------------ bad input
 def test_bad_input_is_refused():
     rules, st, _ = small_position()
@@ -329,6 +390,9 @@ def test_bad_input_is_refused():
     for k in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="samples per game"):
             belief.sample(rules, view, k, 0)
+    for improve in (-0.5, 9, "1", True):
+        with pytest.raises(ValueError, match="improve"):
+            belief.sample(rules, view, 1, 0, improve=improve)
     with pytest.raises(ValueError, match="3-player"):
         belief.sample(rules, belief.public_view(rob_position(3)[1]), 1, 0)
     over = st.copy()
@@ -339,3 +403,25 @@ def test_bad_input_is_refused():
     broken.concealed[0, 1] += 3
     with pytest.raises(ValueError, match="conserve"):
         belief.sample(rules, broken, 1, 0)
+
+
+def test_belief_check_counts_readiness(capsys):
+    """``agents.belief_check`` grades real and sampled hands; uniform samples are seldom ready
+    where the real hands of the rule-based player often are; bad flags exit 2 naming them."""
+    from agents import belief_check
+
+    df = belief_check.grades(16, 80, 4, 4, [0.0, 1.0], "rule", seed=1, preset="guiyang")
+    late = df[df.river >= 5]
+    ready = late.groupby("hands").shanten.agg(lambda s: (s <= 0).mean())
+    assert ready["improve=0"] < 0.05 < 0.15 < min(ready["real"], ready["improve=1"])
+    assert df.groupby("hands").size()["improve=0"] == 4 * (df.hands == "real").sum()
+    assert (
+        belief_check.main(["--base", "rule", "--tables", "4", "--steps", "20", "--no-progress"])
+        == 0
+    )
+    assert "real hands" in capsys.readouterr().out
+    for flags, message in ((["--improve", "1,x"], "comma-separated"), (["--k", "0"], "--k")):
+        with pytest.raises(SystemExit) as exit_info:
+            belief_check.main(flags)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err

@@ -117,6 +117,7 @@ def test_act_view_searched_names_the_rows_act_view_searched():
         (["--k", "0"], "--k 0: must be an integer in 1-4096"),
         (["--c", "1"], "--c 1: must be an integer in 2-86"),
         (["--unsure", "0"], "--unsure 0.0: must be a number in (0, 1]"),
+        (["--improve", "9"], "--improve 9.0: must be a number in [0, 8]"),
         (["--z", "-1"], "--z -1.0: must be a number in [0, 10]"),
         (["--searched", "1"], "--searched 1: must be an integer >= 2"),
         (["--held-out", "1"], "--held-out 1.0: must be a number in (0, 1)"),

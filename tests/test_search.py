@@ -80,8 +80,8 @@ GOOD = ({1: "5p", 2: "8p", 3: "5p"}, "8p9m5p5p8p9m")
 BAD = ({1: "9m", 2: "8p", 3: "5p"}, "8p5p5p9m5p8p")
 
 
-def _search(rules, base, k=48, c=8, seed=0):
-    return SearchAgent(base, rules=rules, k=k, c=c, seed=seed)
+def _search(rules, base, k=48, c=8, seed=0, improve=0.0):
+    return SearchAgent(base, rules=rules, k=k, c=c, seed=seed, improve=improve)
 
 
 def _choice(agent, st: State) -> int:
@@ -96,9 +96,11 @@ def test_search_finds_the_ready_discard_the_base_misses():
     assert _choice(_search(rules, base), st) == A.encode("discard", "9m")
 
 
-def test_search_does_not_see_the_hidden_tiles():
+@pytest.mark.parametrize("improve", [0.0, 1.0])
+def test_search_does_not_see_the_hidden_tiles(improve):
     """In BAD the 9m discard loses to seat 1's hidden 9m; search, which sees only the public
-    view (the same in both), still makes the choice that is best on what it can see."""
+    view (the same in both), still makes the choice that is best on what it can see, with the
+    others' hands drawn uniformly or improved by their discards."""
     rules, good = position(OWN, *GOOD)
     _, bad = position(OWN, *BAD)
     assert not np.array_equal(good.hand, bad.hand)
@@ -108,7 +110,8 @@ def test_search_does_not_see_the_hidden_tiles():
     after = bad.copy()
     core.step(rules, after, np.array([A.encode("discard", "9m")]))
     assert after.mask[0, A.HU] and after.actor[0] == 1, "seat 1 may win on the 9m in BAD"
-    choices = [_choice(_search(rules, LowestDiscard(), seed=3), s) for s in (good, bad)]
+    agents = [_search(rules, LowestDiscard(), seed=3, improve=improve) for _ in (good, bad)]
+    choices = [_choice(agent, s) for agent, s in zip(agents, (good, bad), strict=True)]
     assert choices == [A.encode("discard", "9m")] * 2
 
 
@@ -154,6 +157,7 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("rule:c=all", ("rule", {"c": 86})),
         ("ppo-guiyang:leaf=1:k=64", ("ppo-guiyang", {"leaf": 1, "k": 64})),
         ("rule:confirm=128", ("rule", {"confirm": 128})),
+        ("ppo-guiyang:improve=1", ("ppo-guiyang", {"improve": 1.0})),
     ],
 )
 def test_spec_options(spec, want):
@@ -177,6 +181,8 @@ def test_spec_options(spec, want):
         ("search:ppo-guiyang:leaf=x", "leaf='x' is not an integer"),
         ("search:rule:confirm=5000", "out of range 0-4096"),
         ("search:rule:confirm=1.5", "confirm='1.5' is not an integer"),
+        ("search:rule:improve=9", r"improve=9.0 must be in \[0, 8\]"),
+        ("search:rule:improve=x", "improve='x' is not a number"),
         ("search:k=2", "no base agent"),
         ("search:search:rule", "plays from observations"),
         ("search:nope", "unknown agent spec"),

@@ -3,16 +3,16 @@
     python -m training.distill_search --base ppo-guiyang --time-limit 40 --out-dir runs/distill
     python -m training.ppo_selfplay --resume runs/distill/distilled.pt --time-limit 20 ...
 
-The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``, ``--unsure``,
-``--z``, ``--leaf`` and ``--confirm``) plays every seat of ``--tables`` games in lock-step (a
-:class:`~zhuoji_env.engine.BatchGame` dealt from ``--seed``), its rollouts of all tables one
-engine batch. At every decision it searched (by default where BASE was unsure), the
-seat's observation, its legal actions, the action the search chose and BASE's own most likely
-action are kept, until ``--searched`` such decisions or ``--time-limit`` minutes. BASE's network
-is then fitted to the search's choices (cross-entropy, :func:`training.learner.behaviour_clone`;
-the decisions of the last tables, a ``--held-out`` share of all, are held out and measured
-before and after). The value head is not fitted (it shares the trunk, so it drifts a little;
-PPO refits it). Written to ``--out-dir``:
+The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``,
+``--unsure``, ``--z``, ``--leaf``, ``--confirm`` and ``--improve``) plays every seat of
+``--tables`` games in lock-step (a :class:`~zhuoji_env.engine.BatchGame` dealt from
+``--seed``), its rollouts of all tables one engine batch. At every decision it searched (by
+default where BASE was unsure), the seat's observation, its legal actions, the action the
+search chose and BASE's own most likely action are kept, until ``--searched`` such decisions or
+``--time-limit`` minutes. BASE's network is then fitted to the search's choices
+(cross-entropy, :func:`training.learner.behaviour_clone`; the decisions of the last tables, a
+``--held-out`` share of all, are held out and measured before and after). The value head is
+not fitted (it shares the trunk, so it drifts a little; PPO refits it). Written to ``--out-dir``:
 
 - ``distilled.pt``: the fitted network, a checkpoint that ``ppo_selfplay --resume`` continues
   (with a fresh optimizer) and ``ship_policy`` ships; its ``stages`` are BASE's and one more for
@@ -97,6 +97,8 @@ class Args:
     """score rollouts by BASE's value at the seat's N-th next decision (0: play to the end)"""
     confirm: int = DEFAULTS["confirm"]
     """fresh deals on which a candidate that beat the favourite must beat it again (0: none)"""
+    improve: float = VALUE_DEFAULTS["improve"]
+    """the others' draws per discard in the sampled deals (0: the uniform belief)"""
     tables: int = 256
     """games played in lock-step (their rollouts searched as one batch)"""
     searched: int = 20_000
@@ -142,6 +144,7 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             **limits,
             "unsure": (lambda v: POSITIVE[0](v) and v <= 1, "a number in (0, 1]"),
             "z": (lambda v: NON_NEGATIVE[0](v) and v <= 10, "a number in [0, 10]"),
+            "improve": (lambda v: NON_NEGATIVE[0](v) and v <= 8, "a number in [0, 8]"),
             "tables": INT_POSITIVE,
             "searched": (lambda v: INT_POSITIVE[0](v) and v >= 2, "an integer >= 2"),
             "time_limit": NON_NEGATIVE,
@@ -293,6 +296,7 @@ def train(args: Args) -> dict:
         z=args.z,
         leaf=args.leaf,
         confirm=args.confirm,
+        improve=args.improve,
         seed=int(seeds[1].generate_state(1)[0]),
     )
     data = collect(args, agent, rules)

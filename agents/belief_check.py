@@ -1,0 +1,136 @@
+"""How true is the belief? The other seats' readiness in real play, against the sampled deals'.
+
+    python -m agents.belief_check --base ppo-guiyang --improve 0,1,1.5 --tables 64 --steps 160
+
+BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
+At every ``--every``-th step the public view of each game's acting seat is sampled ``--k`` times
+for each value of ``--improve`` (:func:`zhuoji_env.belief.sample`; 0 is the uniform belief).
+Every other seat that holds 3k+1 concealed tiles is graded by the shanten of its hand, the real
+one and each sampled one: ready (听, shanten 0) or one tile from it (shanten 1). The table gives
+the shares by the number of discards in that seat's river, the real hands first: a belief that
+is true to the others' play matches them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from agents.registry import make_agent
+from zhuoji_env import belief, hands
+from zhuoji_env.engine import BatchGame
+from zhuoji_env.observation import encode
+
+BUCKETS = [0, 2, 5, 8, 12, 10_000]
+"""Edges of the river-length buckets: 0-1, 2-4, 5-7, 8-11 and 12 or more discards."""
+
+
+def grades(
+    tables: int,
+    steps: int,
+    every: int,
+    k: int,
+    improve: list[float],
+    base: str,
+    seed: int,
+    preset: str,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """One row per (other seat graded, hand): its river length, the hand's source (``real`` or
+    ``improve=A``) and its shanten."""
+    game = BatchGame(preset, batch_size=tables, seed=seed)
+    player = make_agent(base, seed=seed, rules=game.rules)
+    rng = np.random.default_rng(seed)
+    g, n = np.arange(tables), game.num_players
+    parts = []
+    for step in tqdm(range(steps), disable=not progress, desc="steps"):
+        st = game.state
+        obs = encode(st, g, st.actor)
+        if step % every == 0:
+            view = belief.public_view(st)
+            drawn = {a: belief.sample(game.rules, view, k, rng, improve=a) for a in improve}
+            for q in range(n):
+                rows = np.flatnonzero((st.actor != q) & (st.hand[:, q].sum(-1) % 3 == 1))
+                river = st.river_len[rows, q]
+                parts.append(("real", river, hands.shanten(st.hand[rows, q])))
+                for a, s in drawn.items():
+                    hand = s.hand.reshape(tables, k, n, -1)[rows, :, q]
+                    parts.append(
+                        (f"improve={a:g}", np.repeat(river, k), hands.shanten(hand).ravel())
+                    )
+        game.step(player.act(obs, st.mask))
+    return pd.DataFrame(
+        {
+            "river": np.concatenate([p[1] for p in parts]),
+            "hands": np.concatenate([np.full(len(p[1]), p[0]) for p in parts]),
+            "shanten": np.concatenate([p[2] for p in parts]),
+        }
+    )
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """Shares ready / one from ready (percent) by river bucket (rows) and source (columns), and
+    the real hands counted in each bucket."""
+    labels = [
+        f"{lo}-{hi - 1}" if hi < BUCKETS[-1] else f"{lo}+"
+        for lo, hi in zip(BUCKETS, BUCKETS[1:], strict=False)
+    ]
+    df = df.assign(discards=pd.cut(df.river, BUCKETS, right=False, labels=labels))
+    grouped = df.groupby(["discards", "hands"], observed=True).shanten
+    cell = grouped.agg(lambda s: f"{100 * (s <= 0).mean():.1f}% / {100 * (s == 1).mean():.0f}%")
+    out = cell.unstack("hands")
+    order = ["real"] + [c for c in out.columns if c != "real"]
+    out = out[order]
+    out.insert(0, "real hands", df[df.hands == "real"].groupby("discards", observed=True).size())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.belief_check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--base", default="ppo-guiyang", help="the players, any agent spec")
+    parser.add_argument("--improve", default="0,1", help="comma-separated improve values")
+    parser.add_argument("--tables", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=160)
+    parser.add_argument("--every", type=int, default=4, help="sample at every N-th step")
+    parser.add_argument("--k", type=int, default=8, help="samples per view")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="guiyang")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        for name in ("tables", "steps", "every", "k"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
+        try:
+            improve = [float(a) for a in args.improve.split(",")]
+        except ValueError:
+            raise ValueError(
+                f"--improve {args.improve!r}: give comma-separated numbers in [0, 8], e.g. 0,1"
+            ) from None
+        df = grades(
+            args.tables,
+            args.steps,
+            args.every,
+            args.k,
+            improve,
+            args.base,
+            args.seed,
+            args.preset,
+            progress=not args.no_progress,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    print("ready / one from ready, by discards in the other seat's river")
+    print(table(df).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
