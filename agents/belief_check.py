@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from agents.base import Agent
 from agents.registry import make_agent
 from zhuoji_env import belief, hands
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.observation import encode
+from zhuoji_env.rules import Rules
 
 BUCKETS = [0, 2, 5, 8, 12, 10_000]
 """Edges of the river-length buckets: 0-1, 2-4, 5-7, 8-11 and 12 or more discards."""
@@ -34,15 +36,14 @@ def grades(
     every: int,
     k: int,
     improve: list[float],
-    base: str,
+    player: Agent,
+    rules: Rules,
     seed: int,
-    preset: str,
     progress: bool = False,
 ) -> pd.DataFrame:
     """One row per (other seat graded, hand): its river length, the hand's source (``real`` or
-    ``improve=A``) and its shanten."""
-    game = BatchGame(preset, batch_size=tables, seed=seed)
-    player = make_agent(base, seed=seed, rules=game.rules)
+    ``improve=A``) and its shanten, ``player`` in every seat."""
+    game = BatchGame(rules, batch_size=tables, seed=seed)
     rng = np.random.default_rng(seed)
     g, n = np.arange(tables), game.num_players
     parts = []
@@ -104,29 +105,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="guiyang")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    for name in ("tables", "steps", "every", "k"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     try:
-        for name in ("tables", "steps", "every", "k"):
-            if getattr(args, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
-        try:
-            improve = [float(a) for a in args.improve.split(",")]
-        except ValueError:
-            raise ValueError(
-                f"--improve {args.improve!r}: give comma-separated numbers in [0, 8], e.g. 0,1"
-            ) from None
-        df = grades(
-            args.tables,
-            args.steps,
-            args.every,
-            args.k,
-            improve,
-            args.base,
-            args.seed,
-            args.preset,
-            progress=not args.no_progress,
-        )
+        rules = Rules.make(args.preset)
+        player = make_agent(args.base, seed=args.seed, rules=rules)
     except ValueError as exc:
         parser.error(str(exc))
+    try:
+        improve = [float(a) for a in args.improve.split(",")]
+    except ValueError:
+        improve = [float("nan")]
+    if not all(0 <= a <= 8 for a in improve):
+        parser.error(
+            f"--improve {args.improve!r}: give comma-separated numbers in [0, 8], e.g. 0,1"
+        )
+    df = grades(
+        args.tables,
+        args.steps,
+        args.every,
+        args.k,
+        improve,
+        player,
+        rules,
+        args.seed,
+        progress=not args.no_progress,
+    )
     print("ready / one from ready, by discards in the other seat's river")
     print(table(df).to_string())
     return 0

@@ -326,7 +326,7 @@ def test_seat_hand_follows_the_hypergeometric_law():
     assert stats.chisquare(got, law * got.sum()).pvalue > 0.01
 
 
-# ------------------------------------------------------------- improved hands (a posterior)
+# ------------------------------------------------- improved hands (a model of the others' play)
 def test_an_exchange_keeps_what_the_hand_needs():
     """In the hand-built position, seat 3 (8p 5m 9p 9p, one discard counted) makes one
     exchange with a uniformly chosen place of the live wall (8p 8p 9p) and puts back a tile
@@ -342,11 +342,7 @@ def test_an_exchange_keeps_what_the_hand_needs():
         assert np.array_equal(s.hand[0, :3], st.hand[0, :3]), "only seat 3 exchanged"
         change = s.hand[0, 3].astype(int) - st.hand[0, 3]
         moved = np.flatnonzero(s.wall[0] != st.wall[0])
-        if not moved.size:  # drew a 9p, put back another 9p: nothing moved
-            assert not change.any()
-            out["9p", "9p"] += 1
-            continue
-        assert moved.size == 1 and 60 <= moved[0] <= 62
+        assert moved.size == 1 and 60 <= moved[0] <= 62, "it kept the tile it drew"
         got, put = int(st.wall[0, moved[0]]), int(s.wall[0, moved[0]])
         assert change[got] == 1 and change[put] == -1 and abs(change).sum() == 2
         assert hands.shanten(s.hand[0, 3]) == 0
@@ -358,7 +354,7 @@ def test_an_exchange_keeps_what_the_hand_needs():
 def test_improved_others_are_as_ready_as_real_players():
     """Mid-hand, in games of the rule-based player, many of the others' hands with six or more
     discards are ready (听); the uniform belief deals almost none ready, the improved one
-    about as many as the real game holds."""
+    many, a little more than ``rule`` holds (it was set by ``ppo-guiyang``'s play)."""
     game = BatchGame("guiyang", batch_size=48, seed=5)
     player = make_agent("rule", seed=0, rules=game.rules)
     rng = np.random.default_rng(0)
@@ -380,7 +376,7 @@ def test_improved_others_are_as_ready_as_real_players():
         game.step(player.act(observation.encode(st, g, st.actor), st.mask))
     real, uniform, improved = (np.concatenate(x).mean() for x in (real, uniform, improved))
     assert uniform < 0.05 < 0.25 < real
-    assert abs(improved - real) < 0.15, (real, improved)
+    assert 0.25 < improved < real + 0.2, (real, improved)
 
 
 # ------------------------------------------------------------------------------ bad input
@@ -407,20 +403,29 @@ def test_bad_input_is_refused():
 
 def test_belief_check_counts_readiness(capsys):
     """``agents.belief_check`` grades real and sampled hands; uniform samples are seldom ready
-    where the real hands of the rule-based player often are; bad flags exit 2 naming them."""
+    where the real hands of the rule-based player often are; bad flags exit 2 naming them,
+    before any play."""
     from agents import belief_check
 
-    df = belief_check.grades(16, 80, 4, 4, [0.0, 1.0], "rule", seed=1, preset="guiyang")
+    rules = Rules.make("guiyang")
+    player = make_agent("rule", seed=1, rules=rules)
+    df = belief_check.grades(16, 80, 4, 4, [0.0, 1.0], player, rules, seed=1)
     late = df[df.river >= 5]
     ready = late.groupby("hands").shanten.agg(lambda s: (s <= 0).mean())
     assert ready["improve=0"] < 0.05 < 0.15 < min(ready["real"], ready["improve=1"])
-    assert df.groupby("hands").size()["improve=0"] == 4 * (df.hands == "real").sum()
     assert (
         belief_check.main(["--base", "rule", "--tables", "4", "--steps", "20", "--no-progress"])
         == 0
     )
     assert "real hands" in capsys.readouterr().out
-    for flags, message in ((["--improve", "1,x"], "comma-separated"), (["--k", "0"], "--k")):
+    bad = (
+        (["--improve", "1,x"], "comma-separated"),
+        (["--improve", "0,9"], "--improve"),
+        (["--k", "0"], "--k"),
+        (["--base", "nope"], "unknown agent spec"),
+        (["--preset", "nope"], "nope"),
+    )
+    for flags, message in bad:
         with pytest.raises(SystemExit) as exit_info:
             belief_check.main(flags)
         assert exit_info.value.code == 2

@@ -99,8 +99,9 @@ def test_search_finds_the_ready_discard_the_base_misses():
 @pytest.mark.parametrize("improve", [0.0, 1.0])
 def test_search_does_not_see_the_hidden_tiles(improve):
     """In BAD the 9m discard loses to seat 1's hidden 9m; search, which sees only the public
-    view (the same in both), still makes the choice that is best on what it can see, with the
-    others' hands drawn uniformly or improved by their discards."""
+    view (the same in both), still makes the choice that is best on what it can see. (With
+    ``improve`` the others' one-tile hands are all ready, so their exchanges are ties: a check
+    that the option keeps to the view, not of what it models.)"""
     rules, good = position(OWN, *GOOD)
     _, bad = position(OWN, *BAD)
     assert not np.array_equal(good.hand, bad.hand)
@@ -181,7 +182,7 @@ def test_spec_options(spec, want):
         ("search:ppo-guiyang:leaf=x", "leaf='x' is not an integer"),
         ("search:rule:confirm=5000", "out of range 0-4096"),
         ("search:rule:confirm=1.5", "confirm='1.5' is not an integer"),
-        ("search:rule:improve=9", r"improve=9.0 must be in \[0, 8\]"),
+        ("search:rule:improve=9", r"improve=9.0 must be a number in \[0, 8\]"),
         ("search:rule:improve=x", "improve='x' is not a number"),
         ("search:k=2", "no base agent"),
         ("search:search:rule", "plays from observations"),
