@@ -89,6 +89,19 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def improve_values(text: str) -> list[float]:
+    """An argparse type: comma-separated ``improve`` values (:func:`belief.valid_improve`)."""
+    try:
+        values = [float(a) for a in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(belief.valid_improve(a) for a in values):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give comma-separated numbers in [0, {belief.IMPROVE_MAX}], e.g. 0,1"
+        )
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.belief_check",
@@ -96,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--base", default="ppo-guiyang", help="the players, any agent spec")
-    parser.add_argument("--improve", default="0,1", help="comma-separated improve values")
+    parser.add_argument(
+        "--improve", type=improve_values, default="0,1", help="comma-separated improve values"
+    )
     parser.add_argument("--tables", type=int, default=64)
     parser.add_argument("--steps", type=int, default=160)
     parser.add_argument("--every", type=int, default=4, help="sample at every N-th step")
@@ -113,20 +128,12 @@ def main(argv: list[str] | None = None) -> int:
         player = make_agent(args.base, seed=args.seed, rules=rules)
     except ValueError as exc:
         parser.error(str(exc))
-    try:
-        improve = [float(a) for a in args.improve.split(",")]
-    except ValueError:
-        improve = [float("nan")]
-    if not all(0 <= a <= 8 for a in improve):
-        parser.error(
-            f"--improve {args.improve!r}: give comma-separated numbers in [0, 8], e.g. 0,1"
-        )
     df = grades(
         args.tables,
         args.steps,
         args.every,
         args.k,
-        improve,
+        args.improve,
         player,
         rules,
         args.seed,

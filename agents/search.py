@@ -31,8 +31,6 @@ environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` 
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 
 from agents.base import Agent
@@ -240,8 +238,10 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
-        if isinstance(improve, bool) or not isinstance(improve, Real) or not 0 <= improve <= 8:
-            raise ValueError(f"search option improve={improve!r} must be a number in [0, 8]")
+        if not belief.valid_improve(improve):
+            raise ValueError(
+                f"search option improve={improve!r} must be a number in [0, {belief.IMPROVE_MAX}]"
+            )
         if leaf and not valued:
             raise ValueError(
                 f"search option leaf={leaf} scores rollouts by BASE's value, and {base!r} has "

@@ -64,7 +64,7 @@ from training.cli import (
     source_commit,
 )
 from training.learner import Demonstrations, behaviour_clone
-from zhuoji_env.belief import public_view
+from zhuoji_env.belief import IMPROVE_MAX, public_view, valid_improve
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import batch_memory
@@ -144,7 +144,7 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             **limits,
             "unsure": (lambda v: POSITIVE[0](v) and v <= 1, "a number in (0, 1]"),
             "z": (lambda v: NON_NEGATIVE[0](v) and v <= 10, "a number in [0, 10]"),
-            "improve": (lambda v: NON_NEGATIVE[0](v) and v <= 8, "a number in [0, 8]"),
+            "improve": (valid_improve, f"a number in [0, {IMPROVE_MAX}]"),
             "tables": INT_POSITIVE,
             "searched": (lambda v: INT_POSITIVE[0](v) and v >= 2, "an integer >= 2"),
             "time_limit": NON_NEGATIVE,

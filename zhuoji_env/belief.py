@@ -146,8 +146,10 @@ def sample(rules: Rules, view: PublicView, k: int, rng, improve: float = 0.0) ->
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k (samples per game) must be an integer >= 1, got {k!r}")
-    if isinstance(improve, bool) or not isinstance(improve, Real) or not 0 <= improve <= 8:
-        raise ValueError(f"improve (draws per discard) must be a number in [0, 8], got {improve!r}")
+    if not valid_improve(improve):
+        raise ValueError(
+            f"improve (draws per discard) must be a number in [0, {IMPROVE_MAX}], got {improve!r}"
+        )
     if view.state.num_players != rules.num_players:
         raise ValueError(
             f"the view is of {view.state.num_players}-player games, the rules of "
@@ -209,6 +211,17 @@ def sample(rules: Rules, view: PublicView, k: int, rng, improve: float = 0.0) ->
     _fill_windows(rules, st, seat)
     core.compute_masks(rules, st, rows)
     return st
+
+
+IMPROVE_MAX = 8
+"""The most exchanges per discard :func:`improve_hands` makes (``improve``)."""
+
+
+def valid_improve(improve) -> bool:
+    """Whether ``improve`` is a real number (not a bool) in ``[0, IMPROVE_MAX]``."""
+    return (
+        not isinstance(improve, bool) and isinstance(improve, Real) and 0 <= improve <= IMPROVE_MAX
+    )
 
 
 def improve_hands(st: State, other: np.ndarray, improve: float, rng: np.random.Generator) -> None:
