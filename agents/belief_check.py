@@ -1,4 +1,5 @@
-"""How true is the belief? The other seats' readiness in real play, against the sampled deals'.
+"""How true is the belief? The other seats' readiness and the danger of discards in real play,
+against the sampled deals'.
 
     python -m agents.belief_check --base ppo-guiyang --improve 0,1,1.5 --tables 64 --steps 160
 
@@ -9,6 +10,14 @@ Every other seat that holds 3k+1 concealed tiles is graded by the shanten of its
 one and each sampled one: ready (听, shanten 0) or one tile from it (shanten 1). The table gives
 the shares by the number of discards in that seat's river, the real hands first: a belief that
 is true to the others' play matches them.
+
+The second table is about what search needs to know: at the same steps, wherever the acting
+seat is to discard, each kind it may discard is *dangerous* if another seat may win (胡) on
+it, as the engine offers that win (:func:`zhuoji_env.engine.core.claim_options`). A belief
+predicts that danger by the share of its deals in which it is so. For each ``improve`` the table gives the
+mean prediction beside the real share, the Brier score (mean squared error) beside that of
+always predicting the real share, and the AUC: the chance that a dangerous tile is predicted
+more dangerous than a safe one (ties count half; 0.5 is no better than chance).
 """
 
 from __future__ import annotations
@@ -17,14 +26,18 @@ import argparse
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from tqdm import tqdm
 
 from agents.base import Agent
 from agents.registry import make_agent
 from zhuoji_env import belief, hands
-from zhuoji_env.engine import BatchGame
+from zhuoji_env.engine import BatchGame, core
+from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.state import TURN, State
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import NUM_KINDS
 
 BUCKETS = [0, 2, 5, 8, 12, 10_000]
 """Edges of the river-length buckets: 0-1, 2-4, 5-7, 8-11 and 12 or more discards."""
@@ -40,19 +53,28 @@ def grades(
     rules: Rules,
     seed: int,
     progress: bool = False,
-) -> pd.DataFrame:
-    """One row per (other seat graded, hand): its river length, the hand's source (``real`` or
-    ``improve=A``) and its shanten, ``player`` in every seat."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``player`` in every seat. Readiness: one row per (other seat graded, hand), its river
+    length, the hand's source (``real`` or ``improve=A``) and its shanten. Danger: one row per
+    (acting seat to discard, kind it holds, source), whether it is really dangerous and the
+    source's prediction (the real hands' is the fact itself)."""
     game = BatchGame(rules, batch_size=tables, seed=seed)
     rng = np.random.default_rng(seed)
     g, n = np.arange(tables), game.num_players
-    parts = []
+    parts, danger = [], []
     for step in tqdm(range(steps), disable=not progress, desc="steps"):
         st = game.state
         obs = encode(st, g, st.actor)
         if step % every == 0:
             view = belief.public_view(st)
             drawn = {a: belief.sample(game.rules, view, k, rng, improve=a) for a in improve}
+            games, kinds = held_discards(st)
+            real = dangerous(game.rules, st, games, kinds)
+            danger.append(("real", real, real.astype(float)))
+            for a, s in drawn.items():
+                deals = games[:, None] * k + np.arange(k)  # the k samples of each game
+                sampled = dangerous(game.rules, s, deals, kinds[:, None])
+                danger.append((f"improve={a:g}", real, sampled.mean(1)))
             for q in range(n):
                 rows = np.flatnonzero((st.actor != q) & (st.hand[:, q].sum(-1) % 3 == 1))
                 river = st.river_len[rows, q]
@@ -63,13 +85,37 @@ def grades(
                         (f"improve={a:g}", np.repeat(river, k), hands.shanten(hand).ravel())
                     )
         game.step(player.act(obs, st.mask))
-    return pd.DataFrame(
+    readiness = pd.DataFrame(
         {
             "river": np.concatenate([p[1] for p in parts]),
             "hands": np.concatenate([np.full(len(p[1]), p[0]) for p in parts]),
             "shanten": np.concatenate([p[2] for p in parts]),
         }
     )
+    danger_df = pd.DataFrame(
+        {
+            "hands": np.concatenate([np.full(len(d[1]), d[0]) for d in danger]),
+            "real": np.concatenate([d[1] for d in danger]),
+            "predicted": np.concatenate([d[2] for d in danger]),
+        }
+    )
+    return readiness, danger_df
+
+
+def held_discards(st: State) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, kinds)``, int ``[P]`` each: the games whose acting seat is to discard (its
+    turn, a discard legal) and each kind it may discard there."""
+    turn = (st.phase == TURN)[:, None]
+    return np.nonzero(turn & st.mask[:, A.DISCARD : A.DISCARD + NUM_KINDS])
+
+
+def dangerous(rules: Rules, st: State, rows: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """bool, ``rows``' shape: whether another seat of game ``rows`` may win on its acting
+    seat's discard of ``kinds`` (broadcast against ``rows``), as the engine offers that win."""
+    rows, kinds = np.broadcast_arrays(rows, kinds)
+    g, t = rows.ravel(), kinds.ravel().astype(np.int64)
+    _, opts = core.claim_options(rules, st, g, st.actor[g].astype(np.int64), t, rob=False)
+    return ((opts & core.OPT_HU) > 0).any(1).reshape(rows.shape)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
@@ -87,6 +133,29 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     out = out[order]
     out.insert(0, "real hands", df[df.hands == "real"].groupby("discards", observed=True).size())
     return out
+
+
+def danger_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per belief (rows): its mean predicted danger and the real share (percent), its Brier
+    score and that of always predicting the real share, and its AUC."""
+    real = df[df.hands == "real"].real.to_numpy()
+    rate = real.mean() if real.size else float("nan")
+    out = {}
+    for source, part in df[df.hands != "real"].groupby("hands", sort=False):
+        y, p = part.real.to_numpy(), part.predicted.to_numpy()
+        auc = float("nan")
+        if 0 < y.sum() < y.size:
+            auc = stats.mannwhitneyu(p[y], p[~y]).statistic / (y.sum() * (~y).sum())
+        out[source] = {
+            "predicted": f"{100 * p.mean():.1f}%",
+            "real": f"{100 * rate:.1f}%",
+            "Brier": f"{np.mean((p - y) ** 2):.4f}",
+            "Brier of the real share": f"{rate * (1 - rate):.4f}",
+            "AUC": f"{auc:.3f}",
+        }
+    table_ = pd.DataFrame(out).T
+    table_.index.name = "belief"
+    return table_
 
 
 def improve_values(text: str) -> list[float]:
@@ -128,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         player = make_agent(args.base, seed=args.seed, rules=rules)
     except ValueError as exc:
         parser.error(str(exc))
-    df = grades(
+    readiness, danger = grades(
         args.tables,
         args.steps,
         args.every,
@@ -140,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         progress=not args.no_progress,
     )
     print("ready / one from ready, by discards in the other seat's river")
-    print(table(df).to_string())
+    print(table(readiness).to_string())
+    judged = int((danger.hands == "real").sum())
+    print(f"\ndanger of the tiles the acting seat may discard ({judged})")
+    print(danger_table(danger).to_string())
     return 0
 
 

@@ -409,7 +409,7 @@ def test_belief_check_counts_readiness(capsys):
 
     rules = Rules.make("guiyang")
     player = make_agent("rule", seed=1, rules=rules)
-    df = belief_check.grades(16, 80, 4, 4, [0.0, 1.0], player, rules, seed=1)
+    df, danger = belief_check.grades(16, 80, 4, 4, [0.0, 1.0], player, rules, seed=1)
     late = df[df.river >= 5]
     ready = late.groupby("hands").shanten.agg(lambda s: (s <= 0).mean())
     assert ready["improve=0"] < 0.05 < 0.15 < min(ready["real"], ready["improve=1"])
@@ -417,7 +417,14 @@ def test_belief_check_counts_readiness(capsys):
         belief_check.main(["--base", "rule", "--tables", "4", "--steps", "20", "--no-progress"])
         == 0
     )
-    assert "real hands" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "real hands" in out and "AUC" in out
+    real = danger[danger.hands == "real"]
+    assert len(real) > 100 and (real.predicted == real.real).all()
+    for source in ("improve=0", "improve=1"):
+        part = danger[danger.hands == source]
+        assert np.array_equal(part.real.to_numpy(), real.real.to_numpy())
+        assert ((part.predicted >= 0) & (part.predicted <= 1)).all()
     bad = (
         (["--improve", "1,x"], "comma-separated"),
         (["--improve", "0,9"], "--improve"),
@@ -430,3 +437,51 @@ def test_belief_check_counts_readiness(capsys):
             belief_check.main(flags)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_danger_is_the_win_the_engine_offers():
+    """``belief_check.dangerous`` says a discard is dangerous exactly where the engine, stepping
+    that discard, offers another seat ``hu`` (passport and 过手胡 lock included), over random
+    games of every preset with hands drawn towards ready (improved samples of the real games)."""
+    from agents import belief_check
+
+    rng = np.random.default_rng(8)
+    offered = 0
+    for variant in VARIANTS:
+        game = BatchGame(variant, batch_size=16, seed=21)
+        rules = game.rules
+        for step in range(60):
+            st = game.state
+            if step % 6 == 0:
+                g = np.flatnonzero(st.phase != OVER)
+                drawn = belief.sample(rules, belief.public_view(st, g), 4, rng, improve=3.0)
+                rows, kinds = belief_check.held_discards(drawn)
+                said = belief_check.dangerous(rules, drawn, rows, kinds)
+                after = drawn.take(rows)
+                core.step(rules, after, A.DISCARD + kinds)
+                hu = (after.claim_opts & core.OPT_HU) > 0
+                window = (after.phase == RESPONSE) & (after.turn_seat == drawn.actor[rows])
+                assert np.array_equal(said, window & hu.any(1))
+                offered += int(said.sum())
+            game.step(claiming_actions(st, rng))
+    assert offered > 20
+
+
+def test_danger_table_exact():
+    """Brier score, the real share's and the AUC (ties count half) on a hand-made frame."""
+    import pandas as pd
+
+    from agents import belief_check
+
+    real = np.array([True, False, False, False])
+    df = pd.DataFrame(
+        {
+            "hands": ["real"] * 4 + ["improve=0"] * 4,
+            "real": np.concatenate([real, real]),
+            "predicted": np.concatenate([real.astype(float), [0.5, 0.5, 0.0, 0.25]]),
+        }
+    )
+    row = belief_check.danger_table(df).loc["improve=0"]
+    assert row["predicted"] == "31.2%" and row["real"] == "25.0%"
+    assert row["Brier"] == "0.1406" and row["Brier of the real share"] == "0.1875"
+    assert row["AUC"] == "0.833"
