@@ -14,10 +14,10 @@ is true to the others' play matches them.
 The second table is about what search needs to know: at the same steps, wherever the acting
 seat is to discard, each kind it may discard is *dangerous* if another seat may win (胡) on
 it, as the engine offers that win (:func:`zhuoji_env.engine.core.claim_options`). A belief
-predicts that danger by the share of its deals in which it is so. For each ``improve`` the table gives the
-mean prediction beside the real share, the Brier score (mean squared error) beside that of
-always predicting the real share, and the AUC: the chance that a dangerous tile is predicted
-more dangerous than a safe one (ties count half; 0.5 is no better than chance).
+predicts that danger by the share of its deals in which it is so. For each ``improve`` the
+table gives the mean prediction beside the real share, the Brier score (mean squared error)
+beside that of always predicting the real share, and the AUC: the chance that a dangerous tile
+is predicted more dangerous than a safe one (ties count half; 0.5 is no better than chance).
 """
 
 from __future__ import annotations
