@@ -34,7 +34,7 @@ from agents.registry import make_agent
 from zhuoji_env import belief, hands
 from zhuoji_env.engine import BatchGame, core
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.state import TURN, State
+from zhuoji_env.engine.state import OPT_HU, TURN, State
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS
@@ -115,7 +115,7 @@ def dangerous(rules: Rules, st: State, rows: np.ndarray, kinds: np.ndarray) -> n
     rows, kinds = np.broadcast_arrays(rows, kinds)
     g, t = rows.ravel(), kinds.ravel().astype(np.int64)
     _, opts = core.claim_options(rules, st, g, st.actor[g].astype(np.int64), t, rob=False)
-    return ((opts & core.OPT_HU) > 0).any(1).reshape(rows.shape)
+    return ((opts & OPT_HU) > 0).any(1).reshape(rows.shape)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
