@@ -348,8 +348,13 @@ class SearchAgent(Agent):
         """float64 ``[R, k, c]``: the seat's score in points with each candidate on each of
         ``k`` (default the agent's) sampled deals. A candidate that repeats the row's first
         (fewer legal actions than c) is not played out: its scores are the first's."""
-        r, k = cand.shape[0], k or self.k
-        deals = belief.sample(self.rules, view, k, self.rng, self.improve)  # rows i*k + j
+        k = k or self.k
+        return self.score(belief.sample(self.rules, view, k, self.rng, self.improve), obs, cand, k)
+
+    def score(self, deals: State, obs: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
+        """:meth:`evaluate` on given ``deals`` (``k`` per row of ``cand``, rows ``i*k + j``):
+        the seat's score with each candidate, float64 ``[R, k, c]``."""
+        r = cand.shape[0]
         keep = distinct(cand)
         n = keep.sum(1)  # candidates played out per row, the distinct ones first in ``order``
         order = np.argsort(~keep, axis=1, kind="stable")

@@ -17,9 +17,13 @@ that search different decisions compare per decision of the game), with a 95% in
 them; the judge's deals are independent of the settings', so a pick that won on its own noisy
 deals (the winner's curse) is not credited for it. The gain is measured under the
 search's own model (the belief's uniform prior, BASE in every seat), not against real
-opponents: an arena (``agents.arena``) measures that. ``ms`` is each setting's time per
-decision it searched. ``--json FILE`` writes the table, and every decision's judged differences
-and BASE's probability of its favourite (1 for a BASE without probabilities).
+opponents: an arena (``agents.arena``) measures that. With ``--judge real`` the judge plays
+each candidate from copies of the real game instead (the others' real hands and the real wall,
+only BASE's own choices random): what a candidate is worth in the game being played, with BASE
+in every seat, which judges a belief (``improve=``) by the hands the others really hold.
+``ms`` is each setting's time per decision it searched. ``--json FILE`` writes the table, and
+every decision's candidates (action indices, BASE's favourite first), judged differences and
+BASE's probability of its favourite (1 for a BASE without probabilities).
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ def run(
     unsure: float,
     preset: str,
     progress: bool = False,
+    real: bool = False,
 ) -> dict:
     """Play and judge (module docstring); returns the table and the judged differences."""
     game = BatchGame(preset, batch_size=tables, seed=seed)
@@ -97,7 +102,7 @@ def run(
     ]
     picks: list[list[np.ndarray]] = [[] for _ in specs]
     seconds, searched = np.zeros(len(specs)), np.zeros(len(specs), dtype=np.int64)
-    judged, favourite, g = [], [], np.arange(tables)
+    judged, favourite, cands, g = [], [], [], np.arange(tables)
     for _ in tqdm(range(steps), disable=not progress, desc="steps"):
         st = game.state
         obs, mask = encode(st, g, st.actor), st.mask.astype(bool)
@@ -109,10 +114,15 @@ def run(
             cand = judge.candidates(obs[rows], mask[rows], probs[rows])
             top = probs[rows].max(1) if has_probs else np.ones(rows.size)
             favourite.append(top)
+            cands.append(cand)
             full = belief.public_view(st)
             for part in rollout_groups(cand, truth):
                 r = rows[part]
-                mean = judge.evaluate(full.take(r), obs[r], cand[part]).mean(1)
+                if real:
+                    scores = judge.score(st.take(np.repeat(r, truth)), obs[r], cand[part], truth)
+                else:
+                    scores = judge.evaluate(full.take(r), obs[r], cand[part])
+                mean = scores.mean(1)
                 judged.append(mean - mean[:, :1])
             for i, agent in enumerate(agents):
                 mine = np.flatnonzero(top < agent.unsure) if has_probs else np.arange(rows.size)
@@ -145,9 +155,11 @@ def run(
     top = np.concatenate(favourite) if favourite else np.zeros(0)
     return {
         "base": base,
+        "judge": "real" if real else "belief",
         "truth": truth,
         "rows": rows_out,
         "judged": diff.tolist(),
+        "candidates": (np.concatenate(cands) if cands else np.zeros((0, c), int)).tolist(),
         "favourite": top.tolist(),
     }
 
@@ -167,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unsure", type=float, default=VALUE_DEFAULTS["unsure"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default="guiyang")
+    parser.add_argument(
+        "--judge",
+        choices=("belief", "real"),
+        default="belief",
+        help="the judge's deals: sampled from the seat's view (belief) or the real game (real)",
+    )
     parser.add_argument("--json", type=Path, help="write the results to this file")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -189,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             args.unsure,
             args.preset,
             progress=not args.no_progress,
+            real=args.judge == "real",
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -116,6 +116,21 @@ def test_search_does_not_see_the_hidden_tiles(improve):
     assert choices == [A.encode("discard", "9m")] * 2
 
 
+def test_scored_on_the_real_deal_the_hidden_tiles_decide():
+    """``score`` plays the candidates from the deals it is given: from copies of the real game
+    (as ``search_quality --judge real`` does) the 9m discard wins in GOOD and loses to seat 1's
+    hidden 9m in BAD, where the view, and so the search, cannot tell the two apart."""
+    cand = np.array([[A.encode("discard", "9m"), A.encode("discard", "1m")]])
+    means = []
+    for hidden in (GOOD, BAD):
+        rules, st = position(OWN, *hidden)
+        agent = _search(rules, LowestDiscard(), k=4, c=2)
+        scores = agent.score(st.take(np.zeros(4, dtype=np.int64)), encode(st, [0], [0]), cand, 4)
+        assert (scores == scores[:, :1]).all(), "a deterministic base on one real deal"
+        means.append(scores[0].mean(0))
+    assert means[0][0] > means[0][1] and means[1][0] < means[1][1]
+
+
 def test_candidates_follow_the_base_and_rollouts_are_paired():
     rules, st = position(OWN, *GOOD)
     agent = _search(rules, make_agent("rule", rules=rules), k=6, c=3)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from agents import search_quality
+from agents.search import SearchAgent
 
 
 def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
@@ -21,6 +22,9 @@ def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
     res = json.loads(out.read_text())
     judged = np.array(res["judged"])
     assert judged.shape[1] == 3 and (judged[:, 0] == 0).all()
+    cand = np.array(res["candidates"])
+    assert cand.shape == judged.shape and ((cand >= 0) & (cand < 86)).all()
+    assert (judged[cand[:, 1] == cand[:, 0], 1] == 0).all(), "a repeated candidate is the first"
     free, never, _ = res["rows"]
     for row in res["rows"]:
         picks = np.array(row["picks"])
@@ -44,6 +48,31 @@ def test_a_setting_narrows_the_runs_candidates_and_decisions(tmp_path):
     assert (two <= 1).all() and (sure[p >= 0.8] == 0).all() and (wide == 2).any()
     for row, picks in zip(res["rows"], (wide, two, sure), strict=True):
         assert row["gain"] == pytest.approx(judged[np.arange(len(p)), picks].mean())
+
+
+@pytest.mark.parametrize("judge", ["belief", "real"])
+def test_the_real_judge_plays_the_real_deal(judge, monkeypatch, tmp_path):
+    """With ``--judge real`` every judged deal is a copy of the real game: with ``rule``
+    (deterministic) in every seat, all of a candidate's deals score the same; sampled deals
+    do not."""
+    seen = []
+    score = SearchAgent.score
+
+    def spy(self, deals, obs, cand, k):
+        out = score(self, deals, obs, cand, k)
+        seen.append(out)
+        return out
+
+    monkeypatch.setattr(SearchAgent, "score", spy)
+    out = tmp_path / "q.json"
+    argv = ["--base", "rule", "--settings", "k=2:z=0", "--truth", "6", "--tables", "4"]
+    argv += ["--steps", "30", "--seed", "6", "--no-progress", "--judge", judge, "--json", str(out)]
+    assert search_quality.main(argv) == 0
+    assert json.loads(out.read_text())["judge"] == judge
+    judged = np.concatenate([s for s in seen if s.shape[1] == 6])
+    same = (judged == judged[:, :1]).all(axis=(1, 2))
+    assert len(same) > 10
+    assert same.all() if judge == "real" else not same.all()
 
 
 def test_the_judge_plays_whole_hands_even_for_a_network_base():
