@@ -355,6 +355,10 @@ class SearchAgent(Agent):
         """:meth:`evaluate` on given ``deals`` (``k`` per row of ``cand``, rows ``i*k + j``):
         the seat's score with each candidate, float64 ``[R, k, c]``."""
         r = cand.shape[0]
+        if deals.batch_size != r * k:
+            raise ValueError(
+                f"score takes k={k} deals for each of {r} decisions, got {deals.batch_size}"
+            )
         keep = distinct(cand)
         n = keep.sum(1)  # candidates played out per row, the distinct ones first in ``order``
         order = np.argsort(~keep, axis=1, kind="stable")

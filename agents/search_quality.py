@@ -21,9 +21,10 @@ opponents: an arena (``agents.arena``) measures that. With ``--judge real`` the 
 each candidate from copies of the real game instead (the others' real hands and the real wall,
 only BASE's own choices random): what a candidate is worth in the game being played, with BASE
 in every seat, which judges a belief (``improve=``) by the hands the others really hold.
-``ms`` is each setting's time per decision it searched. ``--json FILE`` writes the table, and
-every decision's candidates (action indices, BASE's favourite first), judged differences and
-BASE's probability of its favourite (1 for a BASE without probabilities).
+``ms`` is each setting's time per decision it searched. ``--json FILE`` writes the table, the
+judge (``belief`` or ``real``), and every decision's candidates (action indices, BASE's
+favourite first), judged differences and BASE's probability of its favourite (1 for a BASE
+without probabilities).
 """
 
 from __future__ import annotations

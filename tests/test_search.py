@@ -129,6 +129,8 @@ def test_scored_on_the_real_deal_the_hidden_tiles_decide():
         assert (scores == scores[:, :1]).all(), "a deterministic base on one real deal"
         means.append(scores[0].mean(0))
     assert means[0][0] > means[0][1] and means[1][0] < means[1][1]
+    with pytest.raises(ValueError, match="k=4 deals for each of 1 decisions, got 3"):
+        agent.score(st.take(np.zeros(3, dtype=np.int64)), encode(st, [0], [0]), cand, 4)
 
 
 def test_candidates_follow_the_base_and_rollouts_are_paired():

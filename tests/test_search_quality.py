@@ -1,5 +1,6 @@
 """``agents.search_quality``: settings are judged at the same decisions and candidates by fresh
-rollouts, a setting that never overrules gains exactly 0, and bad flags exit 2."""
+rollouts, a setting that never overrules gains exactly 0, ``--judge real`` plays copies of the
+real game, and bad flags exit 2."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
     assert judged.shape[1] == 3 and (judged[:, 0] == 0).all()
     cand = np.array(res["candidates"])
     assert cand.shape == judged.shape and ((cand >= 0) & (cand < 86)).all()
-    assert (judged[cand[:, 1] == cand[:, 0], 1] == 0).all(), "a repeated candidate is the first"
     free, never, _ = res["rows"]
     for row in res["rows"]:
         picks = np.array(row["picks"])
@@ -66,7 +66,7 @@ def test_the_real_judge_plays_the_real_deal(judge, monkeypatch, tmp_path):
     monkeypatch.setattr(SearchAgent, "score", spy)
     out = tmp_path / "q.json"
     argv = ["--base", "rule", "--settings", "k=2:z=0", "--truth", "6", "--tables", "4"]
-    argv += ["--steps", "30", "--seed", "6", "--no-progress", "--judge", judge, "--json", str(out)]
+    argv += ["--steps", "16", "--seed", "6", "--no-progress", "--judge", judge, "--json", str(out)]
     assert search_quality.main(argv) == 0
     assert json.loads(out.read_text())["judge"] == judge
     judged = np.concatenate([s for s in seen if s.shape[1] == 6])
