@@ -9,8 +9,10 @@ scores each in points: by the seat's settlement of the hand as the engine makes 
 first). Every candidate meets the same deals and the same random numbers in its rollouts (common
 random numbers), so the comparison is paired: the candidate with the best mean is played if it
 beats BASE's favourite by more than ``z`` standard errors of their paired difference, else the
-favourite is (a few noisy rollouts should not overrule a good policy). With ``confirm=K2`` such a
-candidate must beat the favourite again on K2 fresh deals.
+favourite is (a few noisy rollouts should not overrule a good policy). With ``race=K2`` (and
+``z=0``) a close call between the two best means is played out again from K2 fresh deals and
+decided by their means over all their deals; with ``confirm=K2`` a candidate that overrules the
+favourite must beat it again on K2 fresh deals.
 
 Rollouts of every table an arena or environment asks at once run as one engine batch, with one
 call of BASE per step for all of them. BASE acts in rollouts by its action probabilities
@@ -19,7 +21,7 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ties and other agents' own randomness are then their own, not shared between candidates).
 
 Spec: ``search:BASE[:OPTION=VALUE]...`` with the options ``k``, ``c``, ``unsure``, ``z``,
-``leaf``, ``confirm`` and ``improve`` (the others' draws per discard in the sampled deals,
+``leaf``, ``confirm``, ``race`` and ``improve`` (the others' draws per discard in the sampled deals,
 :func:`zhuoji_env.belief.improve_hands`; 0, the uniform belief, by default) at the end, each
 at most once, e.g. ``search:ppo-guiyang``,
 ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``; ``c=all`` searches every
@@ -41,14 +43,24 @@ from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 
-DEFAULTS = {"k": 16, "c": 3, "unsure": 0.9, "z": 1.0, "leaf": 0, "confirm": 0, "improve": 0.0}
+DEFAULTS = {
+    "k": 16,
+    "c": 3,
+    "unsure": 0.9,
+    "z": 1.0,
+    "leaf": 0,
+    "confirm": 0,
+    "race": 0,
+    "improve": 0.0,
+}
 """The defaults where rollouts play to the end of the hand (``leaf=0``, the only choice for a
 BASE without a value, such as ``rule``): deals sampled per decision, candidate actions
 searched, the probability of BASE's favourite at or above which it is played without search
 (``None``: search every decision with a choice; a BASE without action probabilities is searched
 at every decision with a choice), the standard errors by which another candidate must beat the
-favourite to be played, the rollouts' depth, the fresh deals of a second stage (none) and the
-others' draws per discard in the sampled deals (none: the uniform belief)."""
+favourite to be played, the rollouts' depth, the fresh deals of a second stage (none), the
+fresh deals of a close call's race (none) and the others' draws per discard in the sampled deals
+(none: the uniform belief)."""
 
 VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 """The defaults for a BASE with a value (a network): rollouts scored by that value at the
@@ -59,7 +71,10 @@ against ``ppo-guiyang`` takes about 17 minutes on two cores (``--workers 2``); s
 decision (``unsure=1:z=0.5``) cost 2.1 times as much and was not measured stronger."""
 
 _REAL = ("unsure", "z", "improve")
-_LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096)}
+_LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096), "race": (0, 4096)}
+RACE_SE = 2.0
+"""With ``race``, a decision is a close call where the best mean beats the runner-up by less
+than this many standard errors of their paired difference over the deals."""
 ROLLOUT_BATCH = 32_768
 """Rollout games stepped as one batch at most (about 7 KB each): a decision's rollouts (k for
 each of its distinct candidates) are never split, so tables are searched together in groups
@@ -216,6 +231,7 @@ class SearchAgent(Agent):
         z: float | None = None,
         leaf: int | None = None,
         confirm: int = DEFAULTS["confirm"],
+        race: int = DEFAULTS["race"],
         improve: float = DEFAULTS["improve"],
         seed=None,
     ):
@@ -228,7 +244,8 @@ class SearchAgent(Agent):
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS
         k = defaults["k"] if k is None else k
         z = defaults["z"] if z is None else z
-        for name, value in (("k", k), ("c", c), ("leaf", leaf), ("confirm", confirm)):
+        ints = {"k": k, "c": c, "leaf": leaf, "confirm": confirm, "race": race}
+        for name, value in ints.items():
             low, high = _LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ValueError(f"search option {name} must be an integer, got {value!r}")
@@ -238,6 +255,11 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
+        if race and z:
+            raise ValueError(
+                f"search option race={race} plays the better pooled mean of a close call, which "
+                f"needs z=0 (got z={z:g})"
+            )
         if not belief.valid_improve(improve):
             raise ValueError(
                 f"search option improve={improve!r} must be a number in [0, {belief.IMPROVE_MAX}]"
@@ -250,7 +272,8 @@ class SearchAgent(Agent):
         self.base = base
         self.rules = Rules.make(rules)
         self.k, self.c, self.unsure, self.z = int(k), int(c), unsure, float(z)
-        self.leaf, self.confirm, self.improve = int(leaf), int(confirm), float(improve)
+        self.leaf, self.confirm, self.race = int(leaf), int(confirm), int(race)
+        self.improve = float(improve)
 
     def reseed(self, seed) -> None:
         super().reseed(seed)
@@ -299,26 +322,52 @@ class SearchAgent(Agent):
 
     def pick(self, view, obs, rows, cand) -> np.ndarray:
         """int ``[R]``: which of the candidates ``cand`` (``[R, c]``, BASE's favourite first)
-        to play at decisions ``rows`` of the views: :meth:`choose` on ``k`` deals, and where
-        that overrules the favourite and ``confirm`` is set, again on ``confirm`` fresh deals
-        with the two of them alone."""
-        pick = self.searched(view, obs, rows, cand, self.k)
+        to play at decisions ``rows`` of the views: :meth:`choose` on ``k`` deals; with
+        ``race``, a close call between the two best means is decided again on their pooled
+        scores with ``race`` fresh deals more (:meth:`raced`); and where that overrules the
+        favourite and ``confirm`` is set, again on ``confirm`` fresh deals with the two of them
+        alone."""
+        scores = self.searched(view, obs, rows, cand, self.k)
+        pick = self.choose(scores, cand)
+        if self.race:
+            pick = self.raced(view, obs, rows, cand, scores, pick)
         if self.confirm:
             again = np.flatnonzero(pick)
             pair = np.stack([cand[again, 0], cand[again, pick[again]]], axis=1)
-            kept = self.searched(view, obs, rows[again], pair, self.confirm)
+            kept = self.choose(self.searched(view, obs, rows[again], pair, self.confirm), pair)
             pick[again[kept == 0]] = 0
         return pick
 
+    def raced(self, view, obs, rows, cand, scores, pick) -> np.ndarray:
+        """``pick`` (best means, ``z=0``) with its close calls raced: where the best mean beats
+        the runner-up by less than :data:`RACE_SE` standard errors of their paired difference,
+        both are played out from ``race`` fresh deals and the better mean over all their deals
+        (``k + race``) is played."""
+        r, k, _ = scores.shape
+        mean = np.where(distinct(cand), scores.mean(1), -np.inf)
+        second = np.where(np.arange(cand.shape[1]) == pick[:, None], -np.inf, mean).argmax(1)
+        rr = np.arange(r)
+        diff = scores[rr, :, pick] - scores[rr, :, second]  # [R, k]
+        se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
+        close = np.flatnonzero(np.isfinite(mean[rr, second]) & (diff.mean(1) < RACE_SE * se))
+        if not close.size:
+            return pick
+        both = np.stack([pick[close], second[close]], axis=1)  # columns of cand
+        pair = np.take_along_axis(cand[close], both, 1)
+        more = self.searched(view, obs, rows[close], pair, self.race)  # [n, race, 2]
+        total = np.take_along_axis(scores[close].sum(1), both, 1) + more.sum(1)
+        out = pick.copy()
+        out[close] = np.where(total[:, 1] > total[:, 0], second[close], pick[close])
+        return out
+
     def searched(self, view, obs, rows, cand, k: int) -> np.ndarray:
-        """int ``[R]``: :meth:`choose`'s pick among ``cand`` (``[R, c]``) at decisions ``rows``,
-        each scored on ``k`` deals, the rows in groups of at most :data:`ROLLOUT_BATCH` rollout
-        games."""
-        pick = np.zeros(rows.size, dtype=np.int64)
+        """float64 ``[R, k, c]``: :meth:`evaluate`'s scores of ``cand`` (``[R, c]``) at
+        decisions ``rows``, each on ``k`` deals, the rows in groups of at most
+        :data:`ROLLOUT_BATCH` rollout games."""
+        scores = np.empty((rows.size, k, cand.shape[1]))
         for part in rollout_groups(cand, k):
-            r = rows[part]
-            pick[part] = self.choose(self.evaluate(view.take(r), obs[r], cand[part], k), cand[part])
-        return pick
+            scores[part] = self.evaluate(view.take(rows[part]), obs[rows[part]], cand[part], k)
+        return scores
 
     def to_search(self, obs, mask) -> tuple[np.ndarray, np.ndarray | None]:
         """``(bool [k], probs)``: the decisions to search (more than one legal action and, with
@@ -391,7 +440,7 @@ class SearchAgent(Agent):
     def __repr__(self) -> str:
         return (
             f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z}, "
-            f"leaf={self.leaf}, confirm={self.confirm}, improve={self.improve})"
+            f"leaf={self.leaf}, confirm={self.confirm}, race={self.race}, improve={self.improve})"
         )
 
 
@@ -408,7 +457,7 @@ def parse_spec(arg: str) -> tuple[str, dict]:
         if name not in DEFAULTS:
             raise ValueError(
                 f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure=, z=, "
-                "leaf=, confirm= and improve="
+                "leaf=, confirm=, race= and improve="
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")

@@ -119,6 +119,8 @@ def test_act_view_searched_names_the_rows_act_view_searched():
         (["--unsure", "0"], "--unsure 0.0: must be a number in (0, 1]"),
         (["--improve", "9"], "--improve 9.0: must be a number in [0, 8]"),
         (["--z", "-1"], "--z -1.0: must be a number in [0, 10]"),
+        (["--race", "-1"], "--race -1: must be an integer in 0-4096"),
+        (["--race", "8", "--z", "1"], "--race 8 plays the better pooled mean"),
         (["--searched", "1"], "--searched 1: must be an integer >= 2"),
         (["--held-out", "1"], "--held-out 1.0: must be a number in (0, 1)"),
         (["--base", "nowhere.pt"], "--base 'nowhere.pt': "),

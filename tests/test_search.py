@@ -80,8 +80,8 @@ GOOD = ({1: "5p", 2: "8p", 3: "5p"}, "8p9m5p5p8p9m")
 BAD = ({1: "9m", 2: "8p", 3: "5p"}, "8p5p5p9m5p8p")
 
 
-def _search(rules, base, k=48, c=8, seed=0, improve=0.0):
-    return SearchAgent(base, rules=rules, k=k, c=c, seed=seed, improve=improve)
+def _search(rules, base, k=48, c=8, seed=0, improve=0.0, **opts):
+    return SearchAgent(base, rules=rules, k=k, c=c, seed=seed, improve=improve, **opts)
 
 
 def _choice(agent, st: State) -> int:
@@ -89,11 +89,12 @@ def _choice(agent, st: State) -> int:
     return int(decide(agent, obs, st.mask, st, np.array([0]))[0])
 
 
-def test_search_finds_the_ready_discard_the_base_misses():
+@pytest.mark.parametrize("opts", [{}, {"k": 8, "z": 0, "race": 16}])
+def test_search_finds_the_ready_discard_the_base_misses(opts):
     rules, st = position(OWN, *GOOD)
     base = LowestDiscard()
     assert _choice(base, st) == A.encode("discard", "1m")
-    assert _choice(_search(rules, base), st) == A.encode("discard", "9m")
+    assert _choice(_search(rules, base, **{"k": 48, **opts}), st) == A.encode("discard", "9m")
 
 
 @pytest.mark.parametrize("improve", [0.0, 1.0])
@@ -175,6 +176,7 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("rule:c=all", ("rule", {"c": 86})),
         ("ppo-guiyang:leaf=1:k=64", ("ppo-guiyang", {"leaf": 1, "k": 64})),
         ("rule:confirm=128", ("rule", {"confirm": 128})),
+        ("ppo-guiyang:race=64", ("ppo-guiyang", {"race": 64})),
         ("ppo-guiyang:improve=1", ("ppo-guiyang", {"improve": 1.0})),
     ],
 )
@@ -199,6 +201,10 @@ def test_spec_options(spec, want):
         ("search:ppo-guiyang:leaf=x", "leaf='x' is not an integer"),
         ("search:rule:confirm=5000", "out of range 0-4096"),
         ("search:rule:confirm=1.5", "confirm='1.5' is not an integer"),
+        ("search:rule:race=5000", "out of range 0-4096"),
+        ("search:rule:race=x", "race='x' is not an integer"),
+        ("search:rule:race=32", "needs z=0 \\(got z=1\\)"),
+        ("search:ppo-guiyang:race=32:z=0.5", "needs z=0 \\(got z=0.5\\)"),
         ("search:rule:improve=9", r"improve=9.0 must be a number in \[0, 8\]"),
         ("search:rule:improve=x", "improve='x' is not a number"),
         ("search:k=2", "no base agent"),
@@ -412,6 +418,43 @@ def test_reward_scale_of_reads_the_training():
     assert reward_scale_of({"stages": stages}) == 0.01, "a distillation does not fit the value"
     assert make_agent("ppo-classic").reward_scale == 0.01
     assert make_agent("ppo-guiyang").reward_scale == 0.1
+
+
+@pytest.mark.parametrize(
+    "leader,raced,want",
+    [
+        # candidate 2 leads the favourite by a mean of 0.5 on 4 deals, less than two standard
+        # errors (2 * 0.65): a close call, raced on 6 fresh deals
+        ([0, 2, -1, 1], -0.2, 2),  # 2 loses the race by 1.2 but leads by 0.8 over all 10
+        ([0, 2, -1, 1], -1.0, 0),  # 2 loses the race by 6, and over all 10 deals
+        ([1, 1, 1, 1], -1.0, 2),  # a lead of 1 on every deal, no spread: clear, not raced
+    ],
+)
+def test_race_replays_a_close_call_on_fresh_deals(monkeypatch, leader, raced, want):
+    """With ``race=K2`` the two best means, where the better leads by less than ``RACE_SE``
+    standard errors, are played out again on K2 fresh deals and the better mean over all
+    ``k + K2`` deals is played; a clear lead is not raced."""
+    rules, st = position(OWN, *GOOD)
+    agent = SearchAgent(make_agent("rule", rules=rules), rules=rules, k=4, c=3, z=0, race=6)
+    asked, cands = [], []
+
+    def evaluate(view, obs, cand, k=None):
+        asked.append((k, cand.shape[1]))
+        cands.append(cand.copy())
+        if k == 4:  # the favourite scores 0, candidate 1 -9, candidate 2 ``leader``
+            return np.stack([np.zeros(4), np.full(4, -9.0), leader], axis=1)[None]
+        return np.stack([np.full(k, raced), np.zeros(k)], axis=1)[None]
+
+    monkeypatch.setattr(agent, "evaluate", evaluate)
+    obs = encode(st, np.array([0]), st.actor)
+    acts, rows, fav = agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    first = cands[0][0]
+    if leader == [1, 1, 1, 1]:
+        assert asked == [(4, 3)]
+    else:
+        assert asked == [(4, 3), (6, 2)]
+        assert cands[1].tolist() == [[first[2], first[0]]], "the leader, then the runner-up"
+    assert acts[0] == first[want] and fav[0] == first[0]
 
 
 @pytest.mark.parametrize("again,want", [(+1.0, 1), (-1.0, 0)])

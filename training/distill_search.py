@@ -4,8 +4,8 @@
     python -m training.ppo_selfplay --resume runs/distill/distilled.pt --time-limit 20 ...
 
 The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``,
-``--unsure``, ``--z``, ``--leaf``, ``--confirm`` and ``--improve``) plays every seat of
-``--tables`` games in lock-step (a :class:`~zhuoji_env.engine.BatchGame` dealt from
+``--unsure``, ``--z``, ``--leaf``, ``--confirm``, ``--race`` and ``--improve``) plays every
+seat of ``--tables`` games in lock-step (a :class:`~zhuoji_env.engine.BatchGame` dealt from
 ``--seed``), its rollouts of all tables one engine batch. At every decision it searched (by
 default where BASE was unsure), the seat's observation, its legal actions, the action the
 search chose and BASE's own most likely action are kept, until ``--searched`` such decisions or
@@ -97,6 +97,8 @@ class Args:
     """score rollouts by BASE's value at the seat's N-th next decision (0: play to the end)"""
     confirm: int = DEFAULTS["confirm"]
     """fresh deals on which a candidate that beat the favourite must beat it again (0: none)"""
+    race: int = DEFAULTS["race"]
+    """fresh deals on which a close call's two best are played again (0: none; needs z=0)"""
     improve: float = VALUE_DEFAULTS["improve"]
     """the others' draws per discard in the sampled deals (0: the uniform belief)"""
     tables: int = 256
@@ -155,6 +157,11 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             "seed": INT_NON_NEGATIVE,
         },
     )
+    if args.race and args.z:
+        raise FlagError(
+            f"--race {args.race} plays the better pooled mean of a close call, which needs "
+            f"--z 0 (got --z {args.z:g})"
+        )
     check_out_dir(args.out_dir)
     taken = [p for p in output_paths(args.out_dir) if p.exists()]
     if taken and not args.force:
@@ -296,6 +303,7 @@ def train(args: Args) -> dict:
         z=args.z,
         leaf=args.leaf,
         confirm=args.confirm,
+        race=args.race,
         improve=args.improve,
         seed=int(seeds[1].generate_state(1)[0]),
     )
