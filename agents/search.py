@@ -146,6 +146,16 @@ def distinct(cand: np.ndarray) -> np.ndarray:
     return keep
 
 
+def paired(scores: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean [R], se [R])`` over the deals of the paired difference between candidates
+    ``a`` and ``b`` (int ``[R]``, columns of ``scores`` ``[R, k, c]``): its mean and standard
+    error (0 with one deal)."""
+    r, k, _ = scores.shape
+    diff = scores[np.arange(r), :, a] - scores[np.arange(r), :, b]  # [R, k]
+    se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
+    return diff.mean(1), se
+
+
 def rollout(
     rules: Rules,
     base: Agent,
@@ -343,13 +353,11 @@ class SearchAgent(Agent):
         the runner-up by less than :data:`RACE_SE` standard errors of their paired difference,
         both are played out from ``race`` fresh deals and the better mean over all their deals
         (``k + race``) is played."""
-        r, k, _ = scores.shape
         mean = np.where(distinct(cand), scores.mean(1), -np.inf)
         second = np.where(np.arange(cand.shape[1]) == pick[:, None], -np.inf, mean).argmax(1)
-        rr = np.arange(r)
-        diff = scores[rr, :, pick] - scores[rr, :, second]  # [R, k]
-        se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
-        close = np.flatnonzero(np.isfinite(mean[rr, second]) & (diff.mean(1) < RACE_SE * se))
+        lead, se = paired(scores, pick, second)
+        runner_up = np.take_along_axis(mean, second[:, None], 1)[:, 0]
+        close = np.flatnonzero(np.isfinite(runner_up) & (lead < RACE_SE * se))
         if not close.size:
             return pick
         both = np.stack([pick[close], second[close]], axis=1)  # columns of cand
@@ -429,12 +437,8 @@ class SearchAgent(Agent):
         of their paired difference over the deals; else the favourite. A repeated candidate
         (a row with fewer legal actions than c) is never chosen. With ``k=1``, or differences
         equal on every deal, the standard error is 0 and any gain overrules the favourite."""
-        r, k, _ = scores.shape
-        mean = scores.mean(1)
-        best = np.where(distinct(cand), mean, -np.inf).argmax(1)
-        diff = scores[np.arange(r), :, best] - scores[:, :, 0]  # [R, k]
-        gain = diff.mean(1)
-        se = diff.std(1, ddof=1) / np.sqrt(k) if k > 1 else np.zeros(r)
+        best = np.where(distinct(cand), scores.mean(1), -np.inf).argmax(1)
+        gain, se = paired(scores, best, np.zeros_like(best))
         return np.where((gain > 0) & (gain > self.z * se), best, 0)
 
     def __repr__(self) -> str:

@@ -94,7 +94,7 @@ def test_search_finds_the_ready_discard_the_base_misses(opts):
     rules, st = position(OWN, *GOOD)
     base = LowestDiscard()
     assert _choice(base, st) == A.encode("discard", "1m")
-    assert _choice(_search(rules, base, **{"k": 48, **opts}), st) == A.encode("discard", "9m")
+    assert _choice(_search(rules, base, **opts), st) == A.encode("discard", "9m")
 
 
 @pytest.mark.parametrize("improve", [0.0, 1.0])
@@ -420,6 +420,24 @@ def test_reward_scale_of_reads_the_training():
     assert make_agent("ppo-guiyang").reward_scale == 0.1
 
 
+def _scripted(monkeypatch, agent: SearchAgent, scores_of):
+    """Let ``agent`` decide at the GOOD position with its rollouts replaced by
+    ``scores_of(k, c)`` (scores ``[1, k, c]``); returns its action, BASE's favourite, the
+    ``(k, c)`` of each evaluation and the candidates of each."""
+    st = position(OWN, *GOOD)[1]
+    asked, cands = [], []
+
+    def evaluate(view, obs, cand, k=None):
+        asked.append((k, cand.shape[1]))
+        cands.append(cand.copy())
+        return scores_of(k, cand.shape[1])
+
+    monkeypatch.setattr(agent, "evaluate", evaluate)
+    obs = encode(st, np.array([0]), st.actor)
+    acts, _, fav = agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    return acts[0], fav[0], asked, cands
+
+
 @pytest.mark.parametrize(
     "leader,raced,want",
     [
@@ -434,51 +452,39 @@ def test_race_replays_a_close_call_on_fresh_deals(monkeypatch, leader, raced, wa
     """With ``race=K2`` the two best means, where the better leads by less than ``RACE_SE``
     standard errors, are played out again on K2 fresh deals and the better mean over all
     ``k + K2`` deals is played; a clear lead is not raced."""
-    rules, st = position(OWN, *GOOD)
+    rules = Rules.make("guiyang")
     agent = SearchAgent(make_agent("rule", rules=rules), rules=rules, k=4, c=3, z=0, race=6)
-    asked, cands = [], []
 
-    def evaluate(view, obs, cand, k=None):
-        asked.append((k, cand.shape[1]))
-        cands.append(cand.copy())
+    def scores_of(k, c):
         if k == 4:  # the favourite scores 0, candidate 1 -9, candidate 2 ``leader``
             return np.stack([np.zeros(4), np.full(4, -9.0), leader], axis=1)[None]
         return np.stack([np.full(k, raced), np.zeros(k)], axis=1)[None]
 
-    monkeypatch.setattr(agent, "evaluate", evaluate)
-    obs = encode(st, np.array([0]), st.actor)
-    acts, rows, fav = agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    act, fav, asked, cands = _scripted(monkeypatch, agent, scores_of)
     first = cands[0][0]
     if leader == [1, 1, 1, 1]:
         assert asked == [(4, 3)]
     else:
         assert asked == [(4, 3), (6, 2)]
         assert cands[1].tolist() == [[first[2], first[0]]], "the leader, then the runner-up"
-    assert acts[0] == first[want] and fav[0] == first[0]
+    assert act == first[want] and fav == first[0]
 
 
 @pytest.mark.parametrize("again,want", [(+1.0, 1), (-1.0, 0)])
 def test_confirm_replays_an_overruling_on_fresh_deals(monkeypatch, again, want):
     """With ``confirm=K2`` a candidate that beat the favourite on k deals is played only if it
     beats it again on K2 fresh deals, the two of them alone."""
-    rules, st = position(OWN, *GOOD)
+    rules = Rules.make("guiyang")
     agent = SearchAgent(make_agent("rule", rules=rules), rules=rules, k=4, c=3, confirm=6, seed=0)
-    asked, cands = [], []
 
-    def evaluate(view, obs, cand, k=None):
-        asked.append((k, cand.shape[1]))
-        cands.append(cand.copy())
-        scores = np.zeros((len(cand), k, cand.shape[1]))
+    def scores_of(k, c):
+        scores = np.zeros((1, k, c))
         scores[:, :, 1] = 5.0 + np.arange(k) if k == 4 else again * (1 + np.arange(k))
         return scores
 
-    monkeypatch.setattr(agent, "evaluate", evaluate)
-    obs = encode(st, np.array([0]), st.actor)
-    acts, rows, fav = agent.act_view_searched(obs, st.mask, belief.public_view(st))
+    act, fav, asked, cands = _scripted(monkeypatch, agent, scores_of)
     assert asked == [(4, 3), (6, 2)]
     assert cands[1].tolist() == [[cands[0][0, 0], cands[0][0, 1]]], "the favourite and the best"
-    assert acts[0] == (cands[0][0, 1] if want else fav[0]) and fav[0] == cands[0][0, 0]
-    asked.clear()
+    assert act == (cands[0][0, 1] if want else fav) and fav == cands[0][0, 0]
     agent.confirm = 0
-    agent.act_view_searched(obs, st.mask, belief.public_view(st))
-    assert asked == [(4, 3)]
+    assert _scripted(monkeypatch, agent, scores_of)[2] == [(4, 3)]
