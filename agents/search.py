@@ -6,10 +6,11 @@ most likely actions, draws ``k`` complete deals that agree with everything the s
 (:mod:`zhuoji_env.belief`), plays each candidate from each deal with BASE in every seat, and
 scores each in points: by the seat's settlement of the hand as the engine makes it, or, with
 ``leaf=N``, by BASE's value at the seat's N-th next decision (its settlement if the hand ends
-first). Every candidate meets the same deals and the same random numbers in its rollouts (common
-random numbers), so the comparison is paired: the candidate with the best mean is played if it
-beats BASE's favourite by more than ``z`` standard errors of their paired difference, else the
-favourite is (a few noisy rollouts should not overrule a good policy). With ``race=K2`` (and
+first; with ``mean=M``, by the mean of its values at the seat's last M decisions up to the
+N-th). Every candidate meets the same deals and the same random numbers in its rollouts
+(common random numbers), so the comparison is paired: the candidate with the best mean is played
+if it beats BASE's favourite by more than ``z`` standard errors of their paired difference, else
+the favourite is (a few noisy rollouts should not overrule a good policy). With ``race=K2`` (and
 ``z=0``) a close call between the two best means is played out again from K2 fresh deals and
 decided by their means over all their deals; with ``confirm=K2`` a candidate that overrules the
 favourite must beat it again on K2 fresh deals.
@@ -21,14 +22,14 @@ call of BASE per step for all of them. BASE acts in rollouts by its action proba
 ties and other agents' own randomness are then their own, not shared between candidates).
 
 Spec: ``search:BASE[:OPTION=VALUE]...`` with the options ``k``, ``c``, ``unsure``, ``z``,
-``leaf``, ``confirm``, ``race`` and ``improve`` (the others' draws per discard in the sampled deals,
-:func:`zhuoji_env.belief.improve_hands`; 0, the uniform belief, by default) at the end, each
-at most once, e.g. ``search:ppo-guiyang``,
-``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``; ``c=all`` searches every
-legal action (``c=86``). :data:`VALUE_DEFAULTS` are the defaults for a network BASE,
-:data:`DEFAULTS` for others and with ``leaf=0``. The agent needs the public view of
-the game (``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
-environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
+``leaf``, ``mean``, ``confirm``, ``race`` and ``improve`` (the others' draws per discard in
+the sampled deals, :func:`zhuoji_env.belief.improve_hands`; 0, the uniform belief, by default)
+at the end, each at most once, e.g. ``search:ppo-guiyang``, ``search:rule:k=64:c=2``,
+``search:ppo:run/latest.pt:greedy:k=8``; ``c=all`` searches every legal action (``c=86``).
+:data:`VALUE_DEFAULTS` are the defaults for a network BASE, :data:`DEFAULTS` for others and with
+``leaf=0``. The agent needs the public view of the game (``needs_view``): the arena,
+``agents.play``, the environments' opponents and the AEC environment's
+:meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ DEFAULTS = {
     "unsure": 0.9,
     "z": 1.0,
     "leaf": 0,
+    "mean": 1,
     "confirm": 0,
     "race": 0,
     "improve": 0.0,
@@ -58,7 +60,8 @@ BASE without a value, such as ``rule``): deals sampled per decision, candidate a
 searched, the probability of BASE's favourite at or above which it is played without search
 (``None``: search every decision with a choice; a BASE without action probabilities is searched
 at every decision with a choice), the standard errors by which another candidate must beat the
-favourite to be played, the rollouts' depth, the fresh deals of a second stage (none), the
+favourite to be played, the rollouts' depth, the values a rollout's score averages (the
+leaf's alone), the fresh deals of a second stage (none), the
 fresh deals of a close call's race (none) and the others' draws per discard in the sampled deals
 (none: the uniform belief)."""
 
@@ -71,7 +74,14 @@ against ``ppo-guiyang`` takes about 17 minutes on two cores (``--workers 2``); s
 decision (``unsure=1:z=0.5``) cost 2.1 times as much and was not measured stronger."""
 
 _REAL = ("unsure", "z", "improve")
-_LIMITS = {"k": (1, 4096), "c": (2, 86), "leaf": (0, 64), "confirm": (0, 4096), "race": (0, 4096)}
+_LIMITS = {
+    "k": (1, 4096),
+    "c": (2, 86),
+    "leaf": (0, 64),
+    "mean": (1, 64),
+    "confirm": (0, 4096),
+    "race": (0, 4096),
+}
 RACE_SE = 2.0
 """With ``race``, a decision is a close call where the best mean beats the runner-up by less
 than this many standard errors of their paired difference over the deals."""
@@ -165,6 +175,7 @@ def rollout(
     rng,
     seat: np.ndarray,
     leaf: int = 0,
+    mean: int = 1,
 ) -> np.ndarray:
     """Play the games of ``st`` with ``base`` in every seat, in place; returns float64 ``[B]``:
     each game's score for its ``seat`` in points.
@@ -172,7 +183,9 @@ def rollout(
     With ``leaf=0`` every game is played to the end of its hand and scored by its settlement
     (:func:`seat_scores`). With ``leaf=N`` a game stops at ``seat``'s N-th decision with a
     choice, and is scored there by BASE's value of the seat's observation in points (its value
-    head over its ``reward_scale``); a hand that ends first is scored by its settlement.
+    head over its ``reward_scale``); a hand that ends first is scored by its settlement. With
+    ``mean=M`` (at most ``leaf``) the score is the mean of BASE's values at the seat's last M
+    decisions up to the N-th, the settlement standing in for those the hand ended before.
 
     ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS`, copied
     into every observation the rollout encodes. Games with the same ``pair``
@@ -182,7 +195,8 @@ def rollout(
     actions = np.full(st.batch_size, -1, dtype=np.int64)
     left = np.full(st.batch_size, leaf, dtype=np.int64)
     stopped = np.zeros(st.batch_size, dtype=bool)
-    value = np.zeros(st.batch_size)
+    value = np.zeros(st.batch_size)  # the sum of the values averaged, in points
+    counted = np.zeros(st.batch_size, dtype=np.int64)  # and how many
     while True:
         live = np.flatnonzero((st.phase != OVER) & ~stopped)
         if not live.size:
@@ -200,15 +214,19 @@ def rollout(
             if leaf:
                 own = st.actor[g] == seat[g]
                 left[g[own]] -= 1
-                stop = own & (left[g] == 0)
+                read = own & (left[g] < mean)
                 # the value head over the reward scale it was trained with: points
-                value[g[stop]] = v[stop] / base.reward_scale
+                value[g[read]] += v[read] / base.reward_scale
+                counted[g[read]] += 1
+                stop = own & (left[g] == 0)
                 stopped[g[stop]] = True
                 g, probs = g[~stop], probs[~stop]
             cdf = np.cumsum(probs, 1)
             actions[g] = (cdf <= (u[pair[g]] * cdf[:, -1])[:, None]).sum(1)
         core.step(rules, st, actions, active=actions != -1)
-    return np.where(st.phase == OVER, seat_scores(st, seat), value)
+    over = st.phase == OVER
+    settled = seat_scores(st, seat)
+    return np.where(over, value + (mean - counted) * settled, value) / mean
 
 
 def rollout_groups(cand: np.ndarray, k: int) -> list[np.ndarray]:
@@ -240,6 +258,7 @@ class SearchAgent(Agent):
         unsure: float | None = DEFAULTS["unsure"],
         z: float | None = None,
         leaf: int | None = None,
+        mean: int = DEFAULTS["mean"],
         confirm: int = DEFAULTS["confirm"],
         race: int = DEFAULTS["race"],
         improve: float = DEFAULTS["improve"],
@@ -254,7 +273,7 @@ class SearchAgent(Agent):
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS
         k = defaults["k"] if k is None else k
         z = defaults["z"] if z is None else z
-        ints = {"k": k, "c": c, "leaf": leaf, "confirm": confirm, "race": race}
+        ints = {"k": k, "c": c, "leaf": leaf, "mean": mean, "confirm": confirm, "race": race}
         for name, value in ints.items():
             low, high = _LIMITS[name]
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -265,6 +284,11 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
+        if mean > max(leaf, 1):
+            raise ValueError(
+                f"search option mean={mean} averages BASE's values at the seat's last {mean} "
+                f"decisions up to the leaf, which needs leaf={mean} or more (got leaf={leaf})"
+            )
         if race and z:
             raise ValueError(
                 f"search option race={race} plays the better pooled mean of a close call, which "
@@ -282,7 +306,8 @@ class SearchAgent(Agent):
         self.base = base
         self.rules = Rules.make(rules)
         self.k, self.c, self.unsure, self.z = int(k), int(c), unsure, float(z)
-        self.leaf, self.confirm, self.race = int(leaf), int(confirm), int(race)
+        self.leaf, self.mean = int(leaf), int(mean)
+        self.confirm, self.race = int(confirm), int(race)
         self.improve = float(improve)
 
     def reseed(self, seed) -> None:
@@ -426,7 +451,7 @@ class SearchAgent(Agent):
         seat = st.actor.astype(np.int64)
         core.step(self.rules, st, cand[deal // k, col])
         match = obs[:, _MATCH_COLS][deal // k]
-        got = rollout(self.rules, self.base, st, match, deal, self.rng, seat, self.leaf)
+        got = rollout(self.rules, self.base, st, match, deal, self.rng, seat, self.leaf, self.mean)
         scores = np.empty((r, k, cand.shape[1]))
         scores[deal // k, deal % k, col] = got
         return np.where(keep[:, None, :], scores, scores[:, :, :1])
@@ -444,7 +469,8 @@ class SearchAgent(Agent):
     def __repr__(self) -> str:
         return (
             f"SearchAgent({self.base!r}, k={self.k}, c={self.c}, unsure={self.unsure}, z={self.z}, "
-            f"leaf={self.leaf}, confirm={self.confirm}, race={self.race}, improve={self.improve})"
+            f"leaf={self.leaf}, mean={self.mean}, confirm={self.confirm}, race={self.race}, "
+            f"improve={self.improve})"
         )
 
 
@@ -461,7 +487,7 @@ def parse_spec(arg: str) -> tuple[str, dict]:
         if name not in DEFAULTS:
             raise ValueError(
                 f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure=, z=, "
-                "leaf=, confirm=, race= and improve="
+                "leaf=, mean=, confirm=, race= and improve="
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")

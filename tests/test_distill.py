@@ -121,6 +121,8 @@ def test_act_view_searched_names_the_rows_act_view_searched():
         (["--z", "-1"], "--z -1.0: must be a number in [0, 10]"),
         (["--race", "-1"], "--race -1: must be an integer in 0-4096"),
         (["--race", "8", "--z", "1"], "--race 8 plays the better pooled mean"),
+        (["--mean", "0"], "--mean 0: must be an integer in 1-64"),
+        (["--mean", "3"], "which needs --leaf 3 or more (got --leaf 2)"),
         (["--searched", "1"], "--searched 1: must be an integer >= 2"),
         (["--held-out", "1"], "--held-out 1.0: must be a number in (0, 1)"),
         (["--base", "nowhere.pt"], "--base 'nowhere.pt': "),

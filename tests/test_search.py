@@ -177,6 +177,7 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("ppo-guiyang:leaf=1:k=64", ("ppo-guiyang", {"leaf": 1, "k": 64})),
         ("rule:confirm=128", ("rule", {"confirm": 128})),
         ("ppo-guiyang:race=64", ("ppo-guiyang", {"race": 64})),
+        ("ppo-guiyang:leaf=3:mean=2", ("ppo-guiyang", {"leaf": 3, "mean": 2})),
         ("ppo-guiyang:improve=1", ("ppo-guiyang", {"improve": 1.0})),
     ],
 )
@@ -202,6 +203,10 @@ def test_spec_options(spec, want):
         ("search:rule:confirm=5000", "out of range 0-4096"),
         ("search:rule:confirm=1.5", "confirm='1.5' is not an integer"),
         ("search:rule:race=5000", "out of range 0-4096"),
+        ("search:ppo-guiyang:leaf=3:mean=0", "mean=0 is out of range 1-64"),
+        ("search:ppo-guiyang:mean=x", "mean='x' is not an integer"),
+        ("search:ppo-guiyang:mean=3", r"needs leaf=3 or more \(got leaf=2\)"),
+        ("search:rule:mean=2", r"needs leaf=2 or more \(got leaf=0\)"),
         ("search:rule:race=x", "race='x' is not an integer"),
         ("search:rule:race=32", "needs z=0 \\(got z=1\\)"),
         ("search:ppo-guiyang:race=32:z=0.5", "needs z=0 \\(got z=0.5\\)"),
@@ -363,6 +368,34 @@ def test_leaf_rollouts_stop_at_the_seats_next_choice_and_score_by_value():
     )
     assert (st.phase == core.OVER).all()
     assert np.array_equal(got, search_module.seat_scores(st, seat))
+
+
+class ObsValued(ValuedRandom):
+    """:class:`ValuedRandom` whose value changes with what the seat sees."""
+
+    def policy(self, obs, mask):
+        return super().policy(obs, mask)[0], 0.001 * obs.sum(1)
+
+
+@pytest.mark.parametrize("leaf,mean", [(2, 2), (3, 2), (3, 3)])
+def test_leaf_mean_averages_the_values_of_the_seat_s_last_decisions(leaf, mean):
+    rules, start = _midgame(6)
+    seat = start.actor.astype(np.int64)
+    match, pair = np.zeros((48, len(search_module._MATCH_COLS)), np.float32), np.arange(48)
+
+    def scored(n, m):  # the same rollouts (one seed), stopped at the seat's n-th decision
+        st = start.copy()
+        rng = np.random.default_rng(0)
+        got = search_module.rollout(rules, ObsValued(), st, match, pair, rng, seat, n, m)
+        return got, st.phase == core.OVER
+
+    # each single leaf is the value there, or the settlement where the hand ended first
+    singles = [scored(n, 1)[0] for n in range(leaf - mean + 1, leaf + 1)]
+    assert len({tuple(s) for s in singles}) == mean, "the values differ from leaf to leaf"
+    got, over = scored(leaf, mean)
+    assert over.any() and (~over).any(), "some hands end before the leaf, some reach it"
+    assert np.allclose(got, np.mean(singles, axis=0))
+    assert make_agent(f"search:ppo-guiyang:leaf={leaf}:mean={mean}").mean == mean
 
 
 def test_leaf_search_plays_and_needs_a_value():

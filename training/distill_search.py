@@ -4,8 +4,8 @@
     python -m training.ppo_selfplay --resume runs/distill/distilled.pt --time-limit 20 ...
 
 The search agent (:mod:`agents.search`: ``search:ppo:BASE`` with ``--k``, ``--c``,
-``--unsure``, ``--z``, ``--leaf``, ``--confirm``, ``--race`` and ``--improve``) plays every
-seat of ``--tables`` games in lock-step (a :class:`~zhuoji_env.engine.BatchGame` dealt from
+``--unsure``, ``--z``, ``--leaf``, ``--mean``, ``--confirm``, ``--race`` and ``--improve``) plays
+every seat of ``--tables`` games in lock-step (a :class:`~zhuoji_env.engine.BatchGame` dealt from
 ``--seed``), its rollouts of all tables one engine batch. At every decision it searched (by
 default where BASE was unsure), the seat's observation, its legal actions, the action the
 search chose and BASE's own most likely action are kept, until ``--searched`` such decisions or
@@ -95,6 +95,8 @@ class Args:
     """standard errors by which another candidate must beat BASE's favourite"""
     leaf: int = VALUE_DEFAULTS["leaf"]
     """score rollouts by BASE's value at the seat's N-th next decision (0: play to the end)"""
+    mean: int = DEFAULTS["mean"]
+    """score them by the mean of its values at the seat's last M decisions up to the N-th"""
     confirm: int = DEFAULTS["confirm"]
     """fresh deals on which a candidate that beat the favourite must beat it again (0: none)"""
     race: int = DEFAULTS["race"]
@@ -157,6 +159,11 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             "seed": INT_NON_NEGATIVE,
         },
     )
+    if args.mean > max(args.leaf, 1):
+        raise FlagError(
+            f"--mean {args.mean} averages BASE's values at the seat's last {args.mean} decisions "
+            f"up to the leaf, which needs --leaf {args.mean} or more (got --leaf {args.leaf})"
+        )
     if args.race and args.z:
         raise FlagError(
             f"--race {args.race} plays the better pooled mean of a close call, which needs "
@@ -302,6 +309,7 @@ def train(args: Args) -> dict:
         unsure=args.unsure,
         z=args.z,
         leaf=args.leaf,
+        mean=args.mean,
         confirm=args.confirm,
         race=args.race,
         improve=args.improve,
