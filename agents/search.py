@@ -191,6 +191,8 @@ def rollout(
     into every observation the rollout encodes. Games with the same ``pair``
     id draw the same uniform number at each step (common random numbers across candidates).
     """
+    if not 1 <= mean <= max(leaf, 1):
+        raise ValueError(f"rollout: mean must be in 1-{max(leaf, 1)} with leaf={leaf}, got {mean}")
     size = int(pair.max(initial=-1)) + 1
     actions = np.full(st.batch_size, -1, dtype=np.int64)
     left = np.full(st.batch_size, leaf, dtype=np.int64)
@@ -284,7 +286,13 @@ class SearchAgent(Agent):
             raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
         if not 0 <= z <= 10:
             raise ValueError(f"search option z={z} must be in [0, 10]")
-        if mean > max(leaf, 1):
+        if mean > 1 and not leaf:
+            raise ValueError(
+                f"search option mean={mean} averages BASE's values at the seat's last {mean} "
+                f"decisions up to the leaf: it needs value leaves (leaf={mean} or more, and a "
+                "network base), not whole-hand rollouts (leaf=0)"
+            )
+        if mean > leaf > 0:
             raise ValueError(
                 f"search option mean={mean} averages BASE's values at the seat's last {mean} "
                 f"decisions up to the leaf, which needs leaf={mean} or more (got leaf={leaf})"

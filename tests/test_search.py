@@ -206,7 +206,8 @@ def test_spec_options(spec, want):
         ("search:ppo-guiyang:leaf=3:mean=0", "mean=0 is out of range 1-64"),
         ("search:ppo-guiyang:mean=x", "mean='x' is not an integer"),
         ("search:ppo-guiyang:mean=3", r"needs leaf=3 or more \(got leaf=2\)"),
-        ("search:rule:mean=2", r"needs leaf=2 or more \(got leaf=0\)"),
+        ("search:rule:mean=2", r"needs value leaves \(leaf=2 or more, and a network base\)"),
+        ("search:ppo-guiyang:leaf=0:mean=2", r"not whole-hand rollouts \(leaf=0\)"),
         ("search:rule:race=x", "race='x' is not an integer"),
         ("search:rule:race=32", "needs z=0 \\(got z=1\\)"),
         ("search:ppo-guiyang:race=32:z=0.5", "needs z=0 \\(got z=0.5\\)"),
@@ -379,7 +380,7 @@ class ObsValued(ValuedRandom):
 
 @pytest.mark.parametrize("leaf,mean", [(2, 2), (3, 2), (3, 3)])
 def test_leaf_mean_averages_the_values_of_the_seat_s_last_decisions(leaf, mean):
-    rules, start = _midgame(6)
+    rules, start = _midgame(7)
     seat = start.actor.astype(np.int64)
     match, pair = np.zeros((48, len(search_module._MATCH_COLS)), np.float32), np.arange(48)
 
@@ -394,8 +395,11 @@ def test_leaf_mean_averages_the_values_of_the_seat_s_last_decisions(leaf, mean):
     assert len({tuple(s) for s in singles}) == mean, "the values differ from leaf to leaf"
     got, over = scored(leaf, mean)
     assert over.any() and (~over).any(), "some hands end before the leaf, some reach it"
+    assert (singles[-1][over] != 0).any(), "some of the hands that end settle to other than 0"
     assert np.allclose(got, np.mean(singles, axis=0))
     assert make_agent(f"search:ppo-guiyang:leaf={leaf}:mean={mean}").mean == mean
+    with pytest.raises(ValueError, match=f"mean must be in 1-{leaf} with leaf={leaf}, got 0"):
+        search_module.rollout(rules, ObsValued(), start.copy(), match, pair, 0, seat, leaf, 0)
 
 
 def test_leaf_search_plays_and_needs_a_value():
