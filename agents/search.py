@@ -60,10 +60,9 @@ BASE without a value, such as ``rule``): deals sampled per decision, candidate a
 searched, the probability of BASE's favourite at or above which it is played without search
 (``None``: search every decision with a choice; a BASE without action probabilities is searched
 at every decision with a choice), the standard errors by which another candidate must beat the
-favourite to be played, the rollouts' depth, the values a rollout's score averages (the
-leaf's alone), the fresh deals of a second stage (none), the
-fresh deals of a close call's race (none) and the others' draws per discard in the sampled deals
-(none: the uniform belief)."""
+favourite to be played, the rollouts' depth, the values a rollout's score averages (the leaf's
+alone), the fresh deals of a second stage (none), the fresh deals of a close call's race (none)
+and the others' draws per discard in the sampled deals (none: the uniform belief)."""
 
 VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 """The defaults for a BASE with a value (a network): rollouts scored by that value at the
