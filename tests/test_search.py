@@ -409,15 +409,18 @@ def test_leaf_search_plays_and_needs_a_value():
     acts = decide(agent, encode(st, g, st.actor), st.mask, st, g)
     assert st.mask[g, acts].all()
     assert make_agent("search:ppo-guiyang:leaf=3").leaf == 3
+    specs = ("search:ppo-guiyang", "search:ppo-guiyang:leaf=0", "search:rule", "search:random")
     got = {
-        spec: (lambda a: (a.leaf, a.k, a.unsure, a.z))(make_agent(spec))
-        for spec in ("search:ppo-guiyang", "search:ppo-guiyang:leaf=0", "search:rule")
+        spec: (lambda a: (a.leaf, a.k, a.unsure, a.z, a.improve))(make_agent(spec))
+        for spec in specs
     }
     assert got == {
-        "search:ppo-guiyang": (2, 32, 0.9, 0.0),
-        "search:ppo-guiyang:leaf=0": (0, 16, 0.9, 1.0),
-        "search:rule": (0, 16, 0.9, 1.0),
-    }, "a network base defaults to value leaves; k and z follow leaf"
+        "search:ppo-guiyang": (2, 32, 0.9, 0.0, 0.0),
+        "search:ppo-guiyang:leaf=0": (0, 16, 0.9, 1.0, 0.0),
+        "search:rule": (0, 16, 0.9, 1.0, 1.0),
+        "search:random": (0, 16, 0.9, 1.0, 1.0),
+    }, "a network base defaults to value leaves (k and z follow leaf), one without to improve=1"
+    assert make_agent("search:rule:improve=0").improve == 0.0
     given = make_agent("search:ppo-guiyang:k=8:unsure=0.7:z=2")
     assert (given.k, given.unsure, given.z) == (8, 0.7, 2)
     assert SearchAgent(make_agent("ppo-guiyang"), unsure=None).unsure is None
