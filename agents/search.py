@@ -67,9 +67,11 @@ the fresh deals of a close call's race (none) and the others' draws per discard 
 deals (none: the uniform belief)."""
 
 NO_VALUE_DEFAULTS = {**DEFAULTS, "improve": 1.0}
-"""The defaults for a BASE without a value (``rule``, ``greedy``, ``random``): as
+"""The defaults for a BASE without a value (``rule``, ``greedy``, ``random``; ``sb3:`` and
+``rllib:`` policies too, whose value the search does not read): as
 :data:`DEFAULTS`, but the sampled deals play each other seat's hand forward one exchange per
-discard in its river (``improve=1``), so that about as many of them are ready as in real play.
+discard in its river (``improve=1``), so that about as many of them are ready as in real play
+(in ``rule``'s games a third more).
 With the uniform belief ``search:rule`` gained nothing over ``rule`` (+0.07 [-0.46, +0.60] over
 300 deals); with this one +1.07 [+0.54, +1.61] over 200 fresh deals (docs/search.md)."""
 

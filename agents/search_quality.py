@@ -15,9 +15,9 @@ agent's defaults). A setting's *gain* is the judged difference at the candidate 
 picked (0 where it kept the favourite), averaged over all the run's decisions (so settings
 that search different decisions compare per decision of the game), with a 95% interval over
 them; the judge's deals are independent of the settings', so a pick that won on its own noisy
-deals (the winner's curse) is not credited for it. The gain is measured under the
-search's own model (the belief's uniform prior, BASE in every seat), not against real
-opponents: an arena (``agents.arena``) measures that. With ``--judge real`` the judge plays
+deals (the winner's curse) is not credited for it. The gain is measured under a model (the
+uniform belief, for every BASE, and BASE in every seat), not against real opponents: an arena
+(``agents.arena``) measures that. With ``--judge real`` the judge plays
 each candidate from copies of the real game instead (the others' real hands and the real wall,
 only BASE's own choices random): what a candidate is worth in the game being played, with BASE
 in every seat, which judges a belief (``improve=``) by the hands the others really hold.
@@ -74,8 +74,11 @@ def settings(text: str, base: str, c: int, unsure: float) -> list[tuple[str, dic
 def make_judge(player, rules, truth: int, c: int, unsure: float, seed: int) -> SearchAgent:
     """The judge: the run's decisions (``unsure``) and candidates (``c``), each scored on
     ``truth`` deals played to the end of the hand (``leaf=0``, whatever BASE's default: a value
-    leaf would judge the settings by the model they search with)."""
-    return SearchAgent(player, rules=rules, k=truth, c=c, unsure=unsure, leaf=0, seed=seed)
+    leaf would judge the settings by the model they search with), drawn from the uniform belief
+    (``improve=0``, whatever BASE's default), so that the judge is the same for every BASE."""
+    return SearchAgent(
+        player, rules=rules, k=truth, c=c, unsure=unsure, leaf=0, improve=0.0, seed=seed
+    )
 
 
 def run(

@@ -9,15 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from agents import search_quality
+from agents import make_agent, search_quality
 from agents.search import SearchAgent
 
 
 def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
     out = tmp_path / "q.json"
-    # the uniform belief (improve=0), on which z=10 never overrules here: a standard error from
-    # two deals is itself noisy, and from improved deals one pick gains 11 points on a standard
-    # error of 1, past even z=10
+    # the settings sample from the uniform belief (improve=0), on which z=10 never overrules
+    # here: a standard error from two deals is itself noisy, and from improved deals one pick
+    # gains 11 points on a standard error of 1, past even z=10
     settings = "k=2:z=0:improve=0;z=10:k=2:improve=0;k=2:z=0:confirm=3:improve=0"
     argv = ["--base", "rule", "--settings", settings]
     argv += ["--truth", "3", "--tables", "3", "--steps", "8", "--seed", "4", "--no-progress"]
@@ -80,8 +80,6 @@ def test_the_real_judge_plays_the_real_deal(judge, monkeypatch, tmp_path):
 
 
 def test_the_judge_plays_whole_hands_even_for_a_network_base():
-    from agents.registry import make_agent
-
     judge = search_quality.make_judge(make_agent("ppo-guiyang"), None, 64, 4, 0.95, 1)
     assert (judge.leaf, judge.k, judge.c, judge.unsure) == (0, 64, 4, 0.95)
 
@@ -102,3 +100,10 @@ def test_bad_flags_exit_2(argv, match, capsys):
         search_quality.main([*argv, "--tables", "1", "--steps", "1", "--no-progress"])
     assert exc.value.code == 2
     assert match in capsys.readouterr().err
+
+
+def test_the_judge_samples_the_uniform_belief_for_every_base():
+    for base in ("rule", "ppo-guiyang"):
+        judge = search_quality.make_judge(make_agent(base), None, 4, 3, 0.9, seed=0)
+        assert (judge.improve, judge.leaf, judge.k) == (0.0, 0, 4)
+    assert make_agent("search:rule").improve == 1.0, "unlike search:rule's own default"
