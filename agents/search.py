@@ -68,12 +68,12 @@ deals (none: the uniform belief)."""
 
 NO_VALUE_DEFAULTS = {**DEFAULTS, "improve": 1.0}
 """The defaults for a BASE without a value (``rule``, ``greedy``, ``random``; ``sb3:`` and
-``rllib:`` policies too, whose value the search does not read): as
-:data:`DEFAULTS`, but the sampled deals play each other seat's hand forward one exchange per
-discard in its river (``improve=1``), so that about as many of them are ready as in real play
-(in ``rule``'s games a third more).
-With the uniform belief ``search:rule`` gained nothing over ``rule`` (+0.07 [-0.46, +0.60] over
-300 deals); with this one +1.07 [+0.54, +1.61] over 200 fresh deals (docs/search.md)."""
+``rllib:`` policies too, whose value the search does not read): as :data:`DEFAULTS`, but the
+sampled deals play each other seat's hand forward one exchange per discard in its river
+(``improve=1``), so that about as many of them are ready as in real play (in ``rule``'s games a
+third more). With the uniform belief ``search:rule`` gained nothing over ``rule`` (+0.07 [-0.46,
++0.60] over 300 deals); with this one +1.07 [+0.54, +1.61] over 200 fresh deals
+(docs/search.md)."""
 
 VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 """The defaults for a BASE with a value (a network): rollouts scored by that value at the
@@ -282,11 +282,10 @@ class SearchAgent(Agent):
         valued = hasattr(base, "policy") and hasattr(base, "reward_scale")
         if leaf is None:
             leaf = VALUE_DEFAULTS["leaf"] if valued else DEFAULTS["leaf"]
-        defaults = VALUE_DEFAULTS if leaf else DEFAULTS
+        defaults = VALUE_DEFAULTS if leaf else DEFAULTS if valued else NO_VALUE_DEFAULTS
         k = defaults["k"] if k is None else k
         z = defaults["z"] if z is None else z
-        if improve is None:
-            improve = DEFAULTS["improve"] if valued else NO_VALUE_DEFAULTS["improve"]
+        improve = defaults["improve"] if improve is None else improve
         ints = {"k": k, "c": c, "leaf": leaf, "mean": mean, "confirm": confirm, "race": race}
         for name, value in ints.items():
             low, high = _LIMITS[name]

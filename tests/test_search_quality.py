@@ -79,9 +79,11 @@ def test_the_real_judge_plays_the_real_deal(judge, monkeypatch, tmp_path):
     assert same.all() if judge == "real" else not same.all()
 
 
-def test_the_judge_plays_whole_hands_even_for_a_network_base():
-    judge = search_quality.make_judge(make_agent("ppo-guiyang"), None, 64, 4, 0.95, 1)
-    assert (judge.leaf, judge.k, judge.c, judge.unsure) == (0, 64, 4, 0.95)
+def test_the_judge_plays_whole_hands_from_the_uniform_belief_for_every_base():
+    for base in ("ppo-guiyang", "rule"):
+        judge = search_quality.make_judge(make_agent(base), None, 64, 4, 0.95, 1)
+        assert (judge.leaf, judge.k, judge.c, judge.unsure, judge.improve) == (0, 64, 4, 0.95, 0.0)
+    assert make_agent("search:rule").improve == 1.0, "unlike search:rule's own default"
 
 
 @pytest.mark.parametrize(
@@ -100,10 +102,3 @@ def test_bad_flags_exit_2(argv, match, capsys):
         search_quality.main([*argv, "--tables", "1", "--steps", "1", "--no-progress"])
     assert exc.value.code == 2
     assert match in capsys.readouterr().err
-
-
-def test_the_judge_samples_the_uniform_belief_for_every_base():
-    for base in ("rule", "ppo-guiyang"):
-        judge = search_quality.make_judge(make_agent(base), None, 4, 3, 0.9, seed=0)
-        assert (judge.improve, judge.leaf, judge.k) == (0.0, 0, 4)
-    assert make_agent("search:rule").improve == 1.0, "unlike search:rule's own default"
