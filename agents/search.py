@@ -24,11 +24,11 @@ ties and other agents' own randomness are then their own, not shared between can
 Spec: ``search:BASE[:OPTION=VALUE]...`` with the options ``k``, ``c``, ``unsure``, ``z``,
 ``leaf``, ``mean``, ``confirm``, ``race`` and ``improve`` (the others' draws per discard in
 the sampled deals, :func:`zhuoji_env.belief.improve_hands`; by default 0, the uniform belief,
-for a network BASE and 1 for a BASE without a value) at the end, each at most once, e.g.
+for a ``ppo`` BASE and 1 for a BASE without a value) at the end, each at most once, e.g.
 ``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``;
 ``c=all`` searches every legal action (``c=86``). :data:`VALUE_DEFAULTS` are the defaults for
-a network BASE, :data:`DEFAULTS` for one with ``leaf=0`` and :data:`NO_VALUE_DEFAULTS` for a
-BASE without a value. The agent needs the public view of the game (``needs_view``): the arena,
+a ``ppo`` BASE (one with a value), :data:`DEFAULTS` for one with ``leaf=0`` and
+:data:`NO_VALUE_DEFAULTS` for a BASE without a value. The agent needs the public view of the game (``needs_view``): the arena,
 ``agents.play``, the environments' opponents and the AEC environment's
 :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
 """
@@ -56,7 +56,7 @@ DEFAULTS = {
     "race": 0,
     "improve": 0.0,
 }
-"""The defaults where a network BASE's rollouts play to the end of the hand (``leaf=0``; a BASE
+"""The defaults where a ``ppo`` BASE's rollouts play to the end of the hand (``leaf=0``; a BASE
 without a value, such as ``rule``, has no other choice and takes :data:`NO_VALUE_DEFAULTS`):
 deals sampled per decision, candidate actions searched, the probability of BASE's favourite at
 or above which it is played without search (``None``: search every decision with a choice; a
