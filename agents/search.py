@@ -28,9 +28,9 @@ for a ``ppo`` BASE and 1 for a BASE without a value) at the end, each at most on
 ``search:ppo-guiyang``, ``search:rule:k=64:c=2``, ``search:ppo:run/latest.pt:greedy:k=8``;
 ``c=all`` searches every legal action (``c=86``). :data:`VALUE_DEFAULTS` are the defaults for
 a ``ppo`` BASE (one with a value), :data:`DEFAULTS` for one with ``leaf=0`` and
-:data:`NO_VALUE_DEFAULTS` for a BASE without a value. The agent needs the public view of the game (``needs_view``): the arena,
-``agents.play``, the environments' opponents and the AEC environment's
-:meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
+:data:`NO_VALUE_DEFAULTS` for a BASE without a value. The agent needs the public view of the
+game (``needs_view``): the arena, ``agents.play``, the environments' opponents and the AEC
+environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` alone refuses.
 """
 
 from __future__ import annotations
