@@ -80,9 +80,9 @@ VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 seat's second next decision, on 32 deals, the best mean played (their paired differences vary
 about five times less than whole hands', docs/search.md). ``k`` and ``z`` take these defaults
 whenever ``leaf`` is above 0. At these defaults a 500-deal arena of ``search:ppo-guiyang``
-against ``ppo-guiyang`` takes about 17 minutes here in one process (500 deals are one chunk of
-the arena, which ``--workers`` does not split); searching every decision (``unsure=1:z=0.5``)
-cost 2.1 times as much and was not measured stronger."""
+against ``ppo-guiyang`` takes about 17 minutes in one process on the 2-core development machine
+(at the default ``--chunk``, 500 deals are one chunk, which ``--workers`` cannot split); searching
+every decision (``unsure=1:z=0.5``) cost 2.1 times as much and was not measured stronger."""
 
 _REAL = ("unsure", "z", "improve")
 _LIMITS = {
