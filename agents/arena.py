@@ -92,6 +92,7 @@ from zhuoji_env.engine.state import (
 )
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
+from zhuoji_env.machine import describe, machine_line
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
 from zhuoji_env.rules import Rules, parse_switches
@@ -493,6 +494,8 @@ class ArenaResult:
                     f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI [{lo:+.3f}, {hi:+.3f}]  {verdict}"
                 )
         lines.append("")
+        if "machine" in s:  # before the last line, which ends with the wall time
+            lines.append(f"played on {machine_line(s['machine'])}, with --chunk {s['chunk_games']}")
         lines.append(
             f"{s['deals']} deals x {len(s['seating'])} seatings = {s['games']} hands, "
             f"preset {s['preset']}, seed {s['seed']}, draw rate {100 * s['draw_rate']:.1f}%, "
@@ -634,7 +637,12 @@ def run_arena(
         acc,
         time.perf_counter() - start,
         games,
-        {"wall": wall, **({"device": device} if device else {})},
+        {
+            "wall": wall,
+            **({"device": device} if device else {}),
+            "chunk_games": chunk_games,
+            "machine": describe(),
+        },
     )
 
 

@@ -22,6 +22,7 @@ from agents.base import decide
 from agents.registry import make_agent
 from agents.search import SearchAgent
 from zhuoji_env.engine import BatchGame
+from zhuoji_env.machine import describe
 from zhuoji_env.observation import encode
 
 
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{ratio:>11}"
         )
     if args.json:
-        print(json.dumps({"agent": args.agent, "preset": args.preset, "rows": rows}))
+        out = {"agent": args.agent, "preset": args.preset, "rows": rows, "machine": describe()}
+        print(json.dumps(out))
     return 0
 
 

@@ -142,6 +142,17 @@ class PairResult:
     hands_b: np.ndarray  # int64 [D]
     seconds: float = 0.0  # wall time of its arena (a reused pair keeps the time it was played in)
     reused: bool = False
+    chunk_games: int | None = None  # the arena's games per batch (None: not recorded)
+    machine: dict[str, Any] | None = None  # zhuoji_env.machine.describe() where it was played
+
+    def replay(self) -> dict[str, Any]:
+        """Where and how it was played, where recorded (pairs played by older versions lack it)."""
+        out: dict[str, Any] = {}
+        if self.chunk_games is not None:
+            out["chunk_games"] = self.chunk_games
+        if self.machine is not None:
+            out["machine"] = self.machine
+        return out
 
     def per_deal(self) -> np.ndarray:
         """float ``[D]``: the paired margin ``a - b`` of each deal (points per hand)."""
@@ -161,6 +172,7 @@ class PairResult:
             "score_b": self.score_b.tolist(),
             "hands_a": self.hands_a.tolist(),
             "hands_b": self.hands_b.tolist(),
+            **self.replay(),
         }
 
     def swapped(self) -> PairResult:
@@ -174,6 +186,8 @@ class PairResult:
             self.hands_a,
             self.seconds,
             self.reused,
+            self.chunk_games,
+            self.machine,
         )
 
     @classmethod
@@ -186,7 +200,21 @@ class PairResult:
         seconds = row.get("seconds", 0.0)
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: seconds {seconds!r}")
-        return cls(str(row["a"]), str(row["b"]), seconds=float(seconds), reused=True, **arrays)
+        chunk = row.get("chunk_games")
+        if chunk is not None and (type(chunk) is not int or chunk < 1):
+            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: chunk_games {chunk!r}")
+        machine = row.get("machine")
+        if machine is not None and not isinstance(machine, dict):
+            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: machine {machine!r}")
+        return cls(
+            str(row["a"]),
+            str(row["b"]),
+            seconds=float(seconds),
+            reused=True,
+            chunk_games=chunk,
+            machine=machine,
+            **arrays,
+        )
 
 
 SUMS = ("score_a", "score_b", "hands_a", "hands_b")
@@ -339,7 +367,11 @@ def play_pairs(
         old = (reuse or {}).get(key)
         if old is not None:
             sums = [getattr(old, k) for k in SUMS]
-            out.append(PairResult(labels[i], labels[j], *sums, old.seconds, True))
+            out.append(
+                PairResult(
+                    labels[i], labels[j], *sums, old.seconds, True, old.chunk_games, old.machine
+                )
+            )
             log(f"{labels[i]} - {labels[j]}: reused")
             continue
         if versus is not None and specs[i] not in versus and specs[j] not in versus:
@@ -359,9 +391,16 @@ def play_pairs(
         )
         sums = res.acc[..., FIELD_INDEX["score"]], res.acc[..., FIELD_INDEX["hands"]]
         pair = PairResult(
-            labels[i], labels[j], sums[0][:, 0], sums[0][:, 1], sums[1][:, 0], sums[1][:, 1]
+            labels[i],
+            labels[j],
+            sums[0][:, 0],
+            sums[0][:, 1],
+            sums[1][:, 0],
+            sums[1][:, 1],
+            res.seconds,
+            chunk_games=chunk_games,
+            machine=res.extra["machine"],
         )
-        pair.seconds = res.seconds
         m, lo, hi = mean_ci(pair.per_deal())
         log(f"{labels[i]} - {labels[j]}: {m:+.3f} [{lo:+.3f}, {hi:+.3f}] ({res.seconds:.0f} s)")
         out.append(pair)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import sys
 
 import numpy as np
@@ -205,3 +206,44 @@ def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
     assert "--versus 'ppo-app': name agents among the rated ones" in error(["--versus", "ppo-app"])
     assert "--versus ',': name agents" in error(["--versus", ","])
     assert "--chunk >= 1" in error(["--chunk", "0"])
+
+
+def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path, monkeypatch, capsys):
+    """A pair's chunk size and machine are written where it is played, kept where it is
+    reused (not replaced by the reusing machine's), and absent from files written before."""
+    first = tmp_path / "first.json"
+    argv = ["--deals", "3", "--bootstrap", "20", "--no-progress"]
+    assert ladder.main(["--agents", "random,greedy", *argv, "--chunk", "12",
+                        "--json", str(first)]) == 0  # fmt: skip
+    row = json.loads(first.read_text())["pairs"][0]
+    assert row["chunk_games"] == 12
+    assert row["machine"]["numpy"] == np.__version__ and row["machine"]["cores"] >= 1
+    data = json.loads(first.read_text())
+    data["pairs"][0]["machine"]["cpu"] = "the machine it was played on"
+    first.write_text(json.dumps(data))
+    again = tmp_path / "again.json"
+    assert ladder.main(["--agents", "random,greedy,rule", *argv, "--reuse", str(first),
+                        "--json", str(again)]) == 0  # fmt: skip
+    pairs = {(p["a"], p["b"]): p for p in json.loads(again.read_text())["pairs"]}
+    assert pairs["random", "greedy"]["machine"]["cpu"] == "the machine it was played on"
+    assert pairs["random", "greedy"]["chunk_games"] == 12
+    assert pairs["random", "rule"]["chunk_games"] == 4096
+    assert pairs["random", "rule"]["machine"]["cpu"] != "the machine it was played on"
+    old = {k: v for k, v in row.items() if k not in ("chunk_games", "machine")}
+    pair = PairResult.from_json(old)
+    assert pair.chunk_games is None and pair.machine is None
+    assert "chunk_games" not in pair.to_json() and "machine" not in pair.to_json()
+    back = PairResult.from_json(row)
+    assert back.swapped().machine == row["machine"] and back.swapped().chunk_games == 12
+
+
+@pytest.mark.parametrize(
+    "key, value", [("chunk_games", 0), ("chunk_games", "12"), ("chunk_games", True),
+                   ("machine", "AMD EPYC"), ("machine", [1])],
+)  # fmt: skip
+def test_a_malformed_chunk_or_machine_is_refused(key, value):
+    hands = np.full(2, 6)
+    row = PairResult("a", "b", np.array([3, -3]), np.array([-3, 3]), hands, hands).to_json()
+    row[key] = value
+    with pytest.raises(ValueError, match=re.escape(f"pair a - b: {key} {value!r}")):
+        PairResult.from_json(row)

@@ -16,7 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("zhuoji_env", "agents", "training")
 
 LAYERS = [
-    ("zhuoji_env.tiles", "zhuoji_env.rules", "zhuoji_env.fileio", "zhuoji_env.limits"),
+    (
+        "zhuoji_env.tiles",
+        "zhuoji_env.rules",
+        "zhuoji_env.fileio",
+        "zhuoji_env.limits",
+        "zhuoji_env.machine",
+    ),
     ("zhuoji_env.hands",),
     (
         "zhuoji_env.engine",

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
-
-import torch
 
 from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag
 from training.ppo_selfplay import Args, train
+from zhuoji_env.machine import describe
 
 
 def measure(
@@ -137,8 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "rule_hint": a.rule_hint,
         "processes": a.processes,
         "device": a.device,
-        "torch": torch.__version__,
-        "machine": platform.machine(),
+        "machine": describe(),
     }
     if a.json:
         print(json.dumps(res))

@@ -3,7 +3,8 @@
 Plays uniformly random legal actions (the mask is computed every step, as for an agent) and
 prints decisions per second and hands per second. Without ``--batch`` it sweeps 1, 16, 256 and
 4,096, and runs RLCard's mahjong environment with random agents in the same run when ``rlcard``
-is installed, printing the ratio. With ``--json`` the last line is a JSON object.
+is installed, printing the ratio. With ``--json`` the last line is a JSON object, with the
+machine it ran on (:func:`zhuoji_env.machine.describe`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.limits import check_memory
+from zhuoji_env.machine import describe
 from zhuoji_env.rules import PRESET_NAMES, Rules
 
 
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         r = bench_engine(args.preset, b, args.seconds)
         rows.append(r)
         print(f"{b:>6} {r['decisions_per_s']:>14,.0f} {r['hands_per_s']:>10,.1f}")
-    out: dict = {"preset": args.preset, "results": rows, **rows[-1]}
+    out: dict = {"preset": args.preset, "results": rows, **rows[-1], "machine": describe()}
     if args.batch is None:
         rl = bench_rlcard(args.seconds)
         if rl is None:

@@ -1,0 +1,59 @@
+"""What a result records about the machine it was measured on (``zhuoji_env.machine``)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from agents.arena import run_arena
+from zhuoji_env import machine
+
+
+def test_describe_names_this_python_numpy_torch_and_cpu(monkeypatch):
+    torch = pytest.importorskip("torch")
+    m = machine.describe()
+    assert m["python"] == platform.python_version() and m["numpy"] == np.__version__
+    assert m["torch"] == torch.__version__  # installed, whether or not this process imported it
+    assert isinstance(m["cpu"], str) and m["cpu"] and m["cores"] >= 1
+    line = machine.machine_line(m)
+    assert line.startswith(f"{m['cpu']} ({m['cores']} cores), python ")
+    assert line.endswith(f", torch {torch.__version__}")
+    assert machine.installed("no-such-package-zhuoji") is None
+    monkeypatch.setattr(machine, "installed", lambda package: None)  # a machine without torch
+    assert machine.describe()["torch"] is None
+    assert "torch" not in machine.machine_line(machine.describe())
+
+
+def test_describe_names_a_gpu_only_where_cuda_started(monkeypatch):
+    cuda = types.SimpleNamespace(
+        is_initialized=lambda: True, current_device=lambda: 0, get_device_name=lambda i: "H200"
+    )
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__="9.9", cuda=cuda))
+    m = machine.describe()
+    assert m["gpu"] == "H200" and machine.machine_line(m).endswith(", GPU H200")
+    cuda.is_initialized = lambda: False  # torch loaded, CUDA never started: no GPU was used
+    assert machine.describe()["gpu"] is None
+    monkeypatch.setitem(sys.modules, "torch", None)  # never imported
+    assert machine.describe()["gpu"] is None
+
+
+def test_cpu_model_reads_cpuinfo_and_falls_back(tmp_path, monkeypatch):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Test CPU 9000 @ 3.0GHz\n")
+    assert machine.cpu_model(str(info)) == "Test CPU 9000 @ 3.0GHz"
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    assert machine.cpu_model(str(tmp_path / "missing")) == "riscv64"
+    info.write_text("processor\t: 0\n")  # no model name (some ARM kernels)
+    assert machine.cpu_model(str(info)) == "riscv64"
+
+
+def test_an_arena_records_its_chunk_and_machine():
+    res = run_arena(["random", "greedy"], 2, seed=3, progress=False, chunk_games=6)
+    s = res.summary()
+    assert s["chunk_games"] == 6 and s["machine"]["numpy"] == np.__version__
+    assert f"played on {machine.machine_line(s['machine'])}, with --chunk 6" in res.table()

@@ -1,0 +1,68 @@
+"""The machine and libraries a result was measured on: :func:`describe`.
+
+A search agent's rollouts draw tens of millions of actions from a network's probabilities, so
+float rounding that differs between CPUs, GPUs or torch builds changes which actions are drawn
+and hence the games (docs/search.md, "Replaying the arenas on another machine"). An arena's
+result replays exactly only where this description matches; the arena and the ladder write it
+beside their numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+
+import numpy as np
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (from ``cpuinfo`` on Linux), else what :mod:`platform` says."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def describe() -> dict[str, object]:
+    """The CPU, usable cores, operating system and library versions of this process.
+
+    ``torch`` is the installed version (read without importing torch), None where torch is not
+    installed; ``gpu`` names the CUDA device only where torch has started CUDA in this process.
+    """
+    torch = sys.modules.get("torch")
+    gpu = None
+    if torch is not None and torch.cuda.is_initialized():
+        gpu = torch.cuda.get_device_name(torch.cuda.current_device())
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "cpu": cpu_model(),
+        "cores": usable,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": installed("torch"),
+        "gpu": gpu,
+    }
+
+
+def installed(package: str) -> str | None:
+    """The installed version of ``package``, or None where it is not installed."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_line(m: dict) -> str:
+    """One line of :func:`describe`'s dict, for a printed table."""
+    parts = [f"{m['cpu']} ({m['cores']} cores)", f"python {m['python']}", f"numpy {m['numpy']}"]
+    parts += [f"torch {m['torch']}"] if m.get("torch") else []
+    parts += [f"GPU {m['gpu']}"] if m.get("gpu") else []
+    return ", ".join(parts)
