@@ -145,7 +145,7 @@ class PairResult:
     chunk_games: int | None = None  # the arena's games per batch (None: not recorded)
     machine: dict[str, Any] | None = None  # zhuoji_env.machine.describe() where it was played
 
-    def replay(self) -> dict[str, Any]:
+    def played_with(self) -> dict[str, Any]:
         """Where and how it was played, where recorded (pairs played by older versions lack it)."""
         out: dict[str, Any] = {}
         if self.chunk_games is not None:
@@ -172,7 +172,7 @@ class PairResult:
             "score_b": self.score_b.tolist(),
             "hands_a": self.hands_a.tolist(),
             "hands_b": self.hands_b.tolist(),
-            **self.replay(),
+            **self.played_with(),
         }
 
     def swapped(self) -> PairResult:
@@ -192,6 +192,7 @@ class PairResult:
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> PairResult:
+        """A pair as :meth:`to_json` wrote it (a reused pair); malformed fields are refused."""
         arrays = {k: np.asarray(row[k], dtype=np.int64) for k in SUMS}
         if len({v.shape for v in arrays.values()}) != 1 or arrays["score_a"].ndim != 1:
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: per-deal lists differ")

@@ -208,7 +208,7 @@ def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
     assert "--chunk >= 1" in error(["--chunk", "0"])
 
 
-def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path, monkeypatch, capsys):
+def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path):
     """A pair's chunk size and machine are written where it is played, kept where it is
     reused (not replaced by the reusing machine's), and absent from files written before."""
     first = tmp_path / "first.json"

@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "rule_hint": a.rule_hint,
         "processes": a.processes,
         "device": a.device,
-        "machine": describe(),
     }
+    res["machine"] = describe()
     if a.json:
         print(json.dumps(res))
         return 0

@@ -34,12 +34,13 @@ def describe() -> dict[str, object]:
     """The CPU, usable cores, operating system and library versions of this process.
 
     ``torch`` is the installed version (read without importing torch), None where torch is not
-    installed; ``gpu`` names the CUDA device only where torch has started CUDA in this process.
+    installed; ``gpu`` names the current CUDA device where torch has started CUDA in this
+    process (a process that ran one network on a GPU reports it for all its later results).
     """
-    torch = sys.modules.get("torch")
+    cuda = getattr(sys.modules.get("torch"), "cuda", None)
     gpu = None
-    if torch is not None and torch.cuda.is_initialized():
-        gpu = torch.cuda.get_device_name(torch.cuda.current_device())
+    if cuda is not None and cuda.is_initialized():
+        gpu = cuda.get_device_name(cuda.current_device())
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu": cpu_model(),
@@ -62,7 +63,11 @@ def installed(package: str) -> str | None:
 
 def machine_line(m: dict) -> str:
     """One line of :func:`describe`'s dict, for a printed table."""
-    parts = [f"{m['cpu']} ({m['cores']} cores)", f"python {m['python']}", f"numpy {m['numpy']}"]
+    parts = [
+        f"{m['cpu']} ({m['cores'] or '?'} cores)",
+        f"python {m['python']}",
+        f"numpy {m['numpy']}",
+    ]
     parts += [f"torch {m['torch']}"] if m.get("torch") else []
     parts += [f"GPU {m['gpu']}"] if m.get("gpu") else []
     return ", ".join(parts)
