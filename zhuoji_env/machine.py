@@ -1,10 +1,9 @@
 """The machine and libraries a result was measured on: :func:`describe`.
 
-A search agent's rollouts draw tens of millions of actions from a network's probabilities, so
-float rounding that differs between CPUs, GPUs or torch builds changes which actions are drawn
-and hence the games (docs/search.md, "Replaying the arenas on another machine"). An arena's
-result replays exactly only where this description matches; the arena and the ladder write it
-beside their numbers.
+Search arenas first played on another machine replayed here as other games, for a cause not
+yet found (docs/search.md, "Replaying the arenas on another machine"); those played here replay
+exactly. The arena and the ladder write this description beside their numbers, so that a
+replay can say whether the machine and libraries matched.
 """
 
 from __future__ import annotations
