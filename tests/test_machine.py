@@ -22,7 +22,7 @@ def test_describe_names_this_python_numpy_torch_and_cpu(monkeypatch):
     line = machine.machine_line(m)
     assert line.startswith(f"{m['cpu']} ({m['cores']} cores), python {m['python']}, numpy ")
     monkeypatch.setattr(machine, "installed", lambda package: "9.9")
-    assert machine.machine_line(machine.describe()).endswith(", torch 9.9")
+    assert machine.machine_line({**machine.describe(), "code": None}).endswith(", torch 9.9")
     monkeypatch.setattr(machine, "installed", lambda package: None)  # a machine without torch
     assert machine.describe()["torch"] is None
     assert "torch" not in machine.machine_line(machine.describe())
@@ -35,7 +35,7 @@ def test_describe_names_a_gpu_only_where_cuda_started(monkeypatch):
     )
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(__version__="9.9", cuda=cuda))
     m = machine.describe()
-    assert m["gpu"] == "H200" and machine.machine_line(m).endswith(", GPU H200")
+    assert m["gpu"] == "H200" and machine.machine_line({**m, "code": None}).endswith(", GPU H200")
     cuda.is_initialized = lambda: False  # torch loaded, CUDA never started: no GPU was used
     assert machine.describe()["gpu"] is None
     monkeypatch.setitem(sys.modules, "torch", None)  # never imported
@@ -59,3 +59,33 @@ def test_an_arena_records_its_chunk_and_machine():
     assert s["chunk_games"] == 6 and s["machine"]["numpy"] == np.__version__
     line = f"played on {machine.machine_line(s['machine'])}, with --chunk 6"
     assert res.table().splitlines()[-2] == line  # the last line stays the one with the wall time
+
+
+def test_code_version_names_the_checkout_commit_and_changes(tmp_path):
+    import subprocess
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert machine.code_version(str(root)) is None  # not a git checkout: an installed package
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()  # fmt: skip
+
+    git("init", "-q")
+    (root / "a.py").write_text("x = 1\n")
+    git("add", "a.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = git("rev-parse", "HEAD")
+    assert machine.code_version(str(root)) is None  # read once per process and root
+    machine.code_version.cache_clear()
+    assert machine.code_version(str(root)) == {"commit": head, "dirty": False}
+    (root / "notes.txt").write_text("untracked files (a run's outputs) do not count\n")
+    machine.code_version.cache_clear()
+    assert machine.code_version(str(root)) == {"commit": head, "dirty": False}
+    (root / "a.py").write_text("x = 2\n")
+    machine.code_version.cache_clear()
+    assert machine.code_version(str(root)) == {"commit": head, "dirty": True}
+    line = machine.machine_line({**machine.describe(), "code": {"commit": head, "dirty": True}})
+    assert line.endswith(f"commit {head[:10]} with changes")
+    assert "commit" not in machine.machine_line({**machine.describe(), "code": None})

@@ -8,10 +8,13 @@ replay can say whether the machine and libraries matched.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
+import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -30,7 +33,8 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 
 def describe() -> dict[str, object]:
-    """The CPU, usable cores, operating system and library versions of this process.
+    """The CPU, usable cores, operating system and library versions of this process, and the
+    commit of its code (:func:`code_version`).
 
     ``torch`` is the installed version (read without importing torch), None where torch is not
     installed; ``gpu`` names the current CUDA device where torch has started CUDA in this
@@ -49,7 +53,26 @@ def describe() -> dict[str, object]:
         "numpy": np.__version__,
         "torch": installed("torch"),
         "gpu": gpu,
+        "code": code_version(),
     }
+
+
+@functools.cache
+def code_version(root: str | None = None) -> dict[str, object] | None:
+    """The git commit of the checkout this package runs from, and whether its tracked files
+    differ from it (``dirty``): which code played. None outside a git checkout (an installed
+    package) or where git cannot be run. Read once per process and root."""
+    top = Path(root) if root else Path(__file__).resolve().parents[1]
+    if not (top / ".git").exists():
+        return None
+    try:
+        git = ["git", "-C", str(top)]
+        run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=30)
+        head = run([*git, "rev-parse", "HEAD"], check=True).stdout.strip()
+        status = run([*git, "status", "--porcelain", "--untracked-files=no"], check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head, "dirty": bool(status.strip())}
 
 
 def installed(package: str) -> str | None:
@@ -69,4 +92,7 @@ def machine_line(m: dict) -> str:
     ]
     parts += [f"torch {m['torch']}"] if m.get("torch") else []
     parts += [f"GPU {m['gpu']}"] if m.get("gpu") else []
+    code = m.get("code")
+    if code:
+        parts += [f"commit {code['commit'][:10]}{' with changes' if code['dirty'] else ''}"]
     return ", ".join(parts)
