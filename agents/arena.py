@@ -92,7 +92,7 @@ from zhuoji_env.engine.state import (
 )
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
-from zhuoji_env.machine import describe, machine_line
+from zhuoji_env.machine import code_version, describe, machine_line
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
 from zhuoji_env.rules import Rules, parse_switches
@@ -596,6 +596,7 @@ def run_arena(
     ids = np.arange(deals)
     chunks = [Chunk(i, ids[s : s + per_chunk]) for i, s in enumerate(range(0, deals, per_chunk))]
     total = deals * len(rotations)
+    code_version()  # the code as the games start (describe() at the end reads it again)
     bar = _progress(total, progress)
     start = time.perf_counter()
     results = []

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import shutil
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from agents.arena import run_arena
 from zhuoji_env import machine
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_describe_names_this_python_numpy_torch_and_cpu(monkeypatch):
@@ -61,31 +68,58 @@ def test_an_arena_records_its_chunk_and_machine():
     assert res.table().splitlines()[-2] == line  # the last line stays the one with the wall time
 
 
-def test_code_version_names_the_checkout_commit_and_changes(tmp_path):
-    import subprocess
+def git_in(root, *args) -> str:
+    """A git command in ``root`` that ignores the user's and the system's git configuration."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    out = subprocess.run(["git", *config, "-C", str(root), *args], check=True, env=env,
+                         capture_output=True)  # fmt: skip
+    return out.stdout.decode().strip()
 
+
+def fresh_code_version(root=None):
+    machine._code_version.cache_clear()  # read once per process and root
+    return machine.code_version(str(root) if root else None)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_code_version_names_the_checkout_commit_and_changes(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     root.mkdir()
-    assert machine.code_version(str(root)) is None  # not a git checkout: an installed package
-
-    def git(*args):
-        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                              text=True).stdout.strip()  # fmt: skip
-
-    git("init", "-q")
+    assert fresh_code_version(root) is None  # not a git checkout: an installed package
+    git_in(root, "init", "-q")
     (root / "a.py").write_text("x = 1\n")
-    git("add", "a.py")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    head = git("rev-parse", "HEAD")
-    assert machine.code_version(str(root)) is None  # read once per process and root
-    machine.code_version.cache_clear()
-    assert machine.code_version(str(root)) == {"commit": head, "dirty": False}
+    odd = os.fsdecode(b"caf\xe9.py")  # a file name that is not UTF-8
+    (root / odd).write_text("y = 1\n")
+    git_in(root, "add", "a.py", odd)
+    git_in(root, "commit", "-qm", "one")
+    git_in(root, "config", "core.quotePath", "false")  # git status then prints the raw bytes
+    head = git_in(root, "rev-parse", "HEAD")
+    assert machine.code_version(str(root)) is None  # the first reading stays for the process
+    assert fresh_code_version(root) == {"commit": head, "dirty": False}
     (root / "notes.txt").write_text("untracked files (a run's outputs) do not count\n")
-    machine.code_version.cache_clear()
-    assert machine.code_version(str(root)) == {"commit": head, "dirty": False}
-    (root / "a.py").write_text("x = 2\n")
-    machine.code_version.cache_clear()
-    assert machine.code_version(str(root)) == {"commit": head, "dirty": True}
+    assert fresh_code_version(root) == {"commit": head, "dirty": False}
+    (root / odd).write_text("y = 2\n")
+    assert fresh_code_version(root) == {"commit": head, "dirty": True}
+    machine.code_version(str(root))["commit"] = "changed by a caller"
+    assert machine.code_version(str(root))["commit"] == head  # each call gets its own copy
+    other = tmp_path / "other"
+    other.mkdir()
+    git_in(other, "init", "-q")
+    git_in(other, "commit", "-q", "--allow-empty", "-m", "other")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))  # would win over git -C
+    assert fresh_code_version(root) == {"commit": head, "dirty": True}
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    assert fresh_code_version(root) is None  # git cannot be run
+    monkeypatch.undo()
     line = machine.machine_line({**machine.describe(), "code": {"commit": head, "dirty": True}})
     assert line.endswith(f"commit {head[:10]} with changes")
     assert "commit" not in machine.machine_line({**machine.describe(), "code": None})
+    fresh_code_version()
+
+
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout"
+)
+def test_code_version_reads_this_checkout():
+    assert fresh_code_version()["commit"] == git_in(ROOT, "rev-parse", "HEAD")

@@ -1,9 +1,9 @@
-"""The machine and libraries a result was measured on: :func:`describe`.
+"""The machine, libraries and code a result was measured with: :func:`describe`.
 
 Search arenas first played on another machine replayed here as other games, for a cause not
 yet found (docs/search.md, "Replaying the arenas on another machine"); those played here replay
 exactly. The arena and the ladder write this description beside their numbers, so that a
-replay can say whether the machine and libraries matched.
+replay can say whether the machine, libraries and code matched.
 """
 
 from __future__ import annotations
@@ -57,22 +57,29 @@ def describe() -> dict[str, object]:
     }
 
 
-@functools.cache
 def code_version(root: str | None = None) -> dict[str, object] | None:
-    """The git commit of the checkout this package runs from, and whether its tracked files
-    differ from it (``dirty``): which code played. None outside a git checkout (an installed
-    package) or where git cannot be run. Read once per process and root."""
-    top = Path(root) if root else Path(__file__).resolve().parents[1]
-    if not (top / ".git").exists():
+    """The git commit of the checkout this package runs from (``root``: another checkout), and
+    whether its tracked files differ from it (``dirty``; untracked files, such as a run's
+    outputs, do not count). None outside a git checkout (an installed package) or where git
+    cannot be run. Read once per process and root, at the first call: the arena calls it as it
+    starts, so later edits to the files are not taken for the code that played."""
+    code = _code_version(str(Path(root) if root else Path(__file__).resolve().parents[1]))
+    return dict(code) if code else None
+
+
+@functools.cache
+def _code_version(top: str) -> dict[str, object] | None:
+    if not (Path(top) / ".git").exists():
         return None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # GIT_DIR would win
+    git = ["git", "--no-optional-locks", "-C", top]  # no index lock held against the user's git
     try:
-        git = ["git", "-C", str(top)]
-        run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=30)
-        head = run([*git, "rev-parse", "HEAD"], check=True).stdout.strip()
+        run = functools.partial(subprocess.run, capture_output=True, env=env, timeout=30)
+        head = run([*git, "rev-parse", "HEAD"], check=True).stdout
         status = run([*git, "status", "--porcelain", "--untracked-files=no"], check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return {"commit": head, "dirty": bool(status.strip())}
+    return {"commit": head.decode("ascii", "replace").strip(), "dirty": bool(status.strip())}
 
 
 def installed(package: str) -> str | None:
