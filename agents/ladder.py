@@ -38,6 +38,7 @@ is written over an existing file without ``--force``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import math
@@ -177,17 +178,14 @@ class PairResult:
 
     def swapped(self) -> PairResult:
         """The same games seen from ``b``'s side."""
-        return PairResult(
-            self.b,
-            self.a,
-            self.score_b,
-            self.score_a,
-            self.hands_b,
-            self.hands_a,
-            self.seconds,
-            self.reused,
-            self.chunk_games,
-            self.machine,
+        return dataclasses.replace(
+            self,
+            a=self.b,
+            b=self.a,
+            score_a=self.score_b,
+            score_b=self.score_a,
+            hands_a=self.hands_b,
+            hands_b=self.hands_a,
         )
 
     @classmethod
@@ -367,12 +365,7 @@ def play_pairs(
         key = (specs[i], specs[j])
         old = (reuse or {}).get(key)
         if old is not None:
-            sums = [getattr(old, k) for k in SUMS]
-            out.append(
-                PairResult(
-                    labels[i], labels[j], *sums, old.seconds, True, old.chunk_games, old.machine
-                )
-            )
+            out.append(dataclasses.replace(old, a=labels[i], b=labels[j], reused=True))
             log(f"{labels[i]} - {labels[j]}: reused")
             continue
         if versus is not None and specs[i] not in versus and specs[j] not in versus:
@@ -399,7 +392,7 @@ def play_pairs(
             sums[1][:, 0],
             sums[1][:, 1],
             res.seconds,
-            chunk_games=chunk_games,
+            chunk_games=res.extra["chunk_games"],
             machine=res.extra["machine"],
         )
         m, lo, hi = mean_ci(pair.per_deal())

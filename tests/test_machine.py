@@ -123,3 +123,14 @@ def test_code_version_names_the_checkout_commit_and_changes(tmp_path, monkeypatc
 )
 def test_code_version_reads_this_checkout():
     assert fresh_code_version()["commit"] == git_in(ROOT, "rev-parse", "HEAD")
+
+
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout"
+)
+def test_source_commit_names_this_checkout():
+    from training.cli import source_commit
+
+    head = git_in(ROOT, "rev-parse", "HEAD")
+    dirty = bool(git_in(ROOT, "status", "--porcelain"))  # untracked files count here
+    assert source_commit() == head + ("+dirty" if dirty else "")

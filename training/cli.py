@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import TypeVar
 from agents import make_agent
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
+from zhuoji_env.machine import git_output
 from zhuoji_env.rules import Rules
 
 T = TypeVar("T")
@@ -292,18 +292,11 @@ def source_commit() -> str | None:
     git does not ignore included), or None outside a checkout of this repository: where a
     checkpoint's code came from."""
     root = Path(__file__).resolve().parent.parent
-
-    def git(*words: str) -> str:
-        run = subprocess.run(["git", "-C", str(root), *words], capture_output=True, text=True)
-        if run.returncode:
-            raise OSError(run.stderr)
-        return run.stdout.strip()
-
-    try:
-        if Path(git("rev-parse", "--show-toplevel")).resolve() != root:
-            return None  # installed inside some other repository: its commit is not ours
-        head = git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain")  # untracked files that git does not ignore count
-    except OSError:
+    top = git_output(str(root), "rev-parse", "--show-toplevel")
+    if top is None or Path(os.fsdecode(top.strip())).resolve() != root:
+        return None  # not a checkout, or installed inside some other repository: not ours
+    head = git_output(str(root), "rev-parse", "HEAD")
+    dirty = git_output(str(root), "status", "--porcelain")  # untracked, not ignored: they count
+    if head is None or dirty is None:
         return None
-    return head + ("+dirty" if dirty else "")
+    return head.decode("ascii", "replace").strip() + ("+dirty" if dirty.strip() else "")

@@ -71,15 +71,29 @@ def code_version(root: str | None = None) -> dict[str, object] | None:
 def _code_version(top: str) -> dict[str, object] | None:
     if not (Path(top) / ".git").exists():
         return None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # GIT_DIR would win
-    git = ["git", "--no-optional-locks", "-C", top]  # no index lock held against the user's git
-    try:
-        run = functools.partial(subprocess.run, capture_output=True, env=env, timeout=30)
-        head = run([*git, "rev-parse", "HEAD"], check=True).stdout
-        status = run([*git, "status", "--porcelain", "--untracked-files=no"], check=True).stdout
-    except (OSError, subprocess.SubprocessError):
+    head = git_output(top, "rev-parse", "HEAD")
+    status = git_output(top, "status", "--porcelain", "--untracked-files=no")
+    if head is None or status is None:
         return None
     return {"commit": head.decode("ascii", "replace").strip(), "dirty": bool(status.strip())}
+
+
+def git_output(top: str, *words: str) -> bytes | None:
+    """What ``git -C top WORDS`` prints (bytes: file names need not be UTF-8), or None where git
+    cannot be run or fails. ``GIT_*`` variables are dropped (``GIT_DIR`` would name another
+    repository) and no optional lock is taken (none held against the user's own git)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        run = subprocess.run(
+            ["git", "--no-optional-locks", "-C", top, *words],
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return run.stdout
 
 
 def installed(package: str) -> str | None:
