@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import DEVICES, Agent, decide
-from agents.registry import make_agent, on_device
+from agents.registry import make_agent, on_device, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -409,6 +409,9 @@ class ArenaResult:
     def margin(self, a: str, b: str) -> tuple[float, list[float]]:
         """Mean score per hand of agent ``a`` minus agent ``b``, paired by deal, and its 95%
         interval (the pairwise margin of :meth:`summary`, in either order)."""
+        unknown = [x for x in (a, b) if x not in self.labels]
+        if unknown:
+            raise ValueError(f"no agent {unknown[0]!r} in this arena: its labels are {self.labels}")
         i, j = self.labels.index(a), self.labels.index(b)
         per_deal = self.deal_scores()
         m, lo, hi = mean_ci(per_deal[:, i] - per_deal[:, j])
@@ -466,6 +469,10 @@ class ArenaResult:
             **self.extra,
         }
 
+    def _ci(self, ci: list[float]) -> str:
+        """An interval as the table prints it: undefined (n/a) with one deal."""
+        return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if self.deals > 1 else "n/a (one deal)"
+
     def table(self) -> str:
         s = self.summary()
         w = max(8, *(len(x) for x in self.labels))
@@ -475,9 +482,8 @@ class ArenaResult:
         )
         lines = [head, "-" * len(head)]
         for label, a in s["agents"].items():
-            lo, hi = a["ci95"]
             lines.append(
-                f"{label:<{w}} {a['hands']:>7} {a['mean']:>+8.3f} {f'[{lo:+.3f}, {hi:+.3f}]':>19} "
+                f"{label:<{w}} {a['hands']:>7} {a['mean']:>+8.3f} {self._ci(a['ci95']):>19} "
                 f"{100 * a['win_rate']:>6.1f} {100 * a['self_draw_rate']:>6.1f} "
                 f"{100 * a['deal_in_rate']:>7.1f} {a['win_value']:>7.2f} "
                 f"{a['kongs_per_hand']:>6.3f} {a['chickens_per_hand']:>7.3f} "
@@ -488,10 +494,10 @@ class ArenaResult:
             lines.append("pairwise margins (mean score per hand, paired by deal):")
             pw = max(len(k) for k in s["pairs"])
             for key, p in s["pairs"].items():
-                lo, hi = p["ci95"]
                 verdict = "significant" if p["significant"] else "not significant"
                 lines.append(
-                    f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI [{lo:+.3f}, {hi:+.3f}]  {verdict}"
+                    f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI {self._ci(p['ci95'])}"
+                    + (f"  {verdict}" if self.deals > 1 else "")
                 )
         lines.append("")
         if "machine" in s:  # before the last line, which ends with the wall time
@@ -568,8 +574,14 @@ def run_arena(
     A number of deals whose memory (:func:`planned_memory`) exceeds this machine's raises
     :class:`~zhuoji_env.limits.SizeError` before any agent is loaded or game played.
     """
-    if isinstance(deals, bool) or not isinstance(deals, (int, np.integer)) or deals < 1:
-        raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
+    for name, value, low in (
+        ("deals", deals, 1),
+        ("seed", seed, 0),
+        ("chunk_games", chunk_games, 1),
+        ("workers", workers, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if wall not in WALLS:
         raise ValueError(f"unknown wall mode {wall!r}: allowed {list(WALLS)}")
     rules = Rules.make(rules)
@@ -789,8 +801,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--deals must be >= 1, got {args.deals}")
     if args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    if args.workers < 1 or args.chunk < 1:
-        parser.error("--workers and --chunk must be >= 1")
+    for flag, value in (("--workers", args.workers), ("--chunk", args.chunk)):
+        if value < 1:
+            parser.error(f"{flag} must be >= 1, got {value}")
     if args.json:
         json_problem = unwritable(args.json)
         if json_problem:
@@ -800,8 +813,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"--json {args.json!r} exists: give another name, or --force to replace it"
             )
     import_plugins(parser, args.plugin)
-    specs = [s.strip() for s in args.agents.split(",") if s.strip()]
     try:
+        specs = split_specs(args.agents, "--agents")
         rules = Rules.make(args.preset, **parse_switches(args.set))
         result = run_arena(
             specs,

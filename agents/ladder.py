@@ -55,14 +55,13 @@ import numpy as np
 from agents.arena import (
     FIELD_INDEX,
     import_plugins,
-    labels_of,
     mean_ci,
     run_arena,
     standard_json,
     unwritable,
 )
 from agents.base import DEVICES
-from agents.registry import SHIPPED_POLICIES
+from agents.registry import SHIPPED_POLICIES, split_specs
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
 
@@ -259,9 +258,8 @@ class Ladder:
         ]
         for rank, i in enumerate(self.order(), 1):
             lo, hi = self.ci95[i]
-            lines.append(
-                f"| {rank} | `{self.labels[i]}` | {self.ratings[i]:+.2f} | [{lo:+.2f}, {hi:+.2f}] |"
-            )
+            ci = f"[{lo:+.2f}, {hi:+.2f}]" if self.bootstrap else "n/a (no bootstrap)"
+            lines.append(f"| {rank} | `{self.labels[i]}` | {self.ratings[i]:+.2f} | {ci} |")
         chi2, dof = self.chi2()
         worst = max(zip(self.residuals(), self.pairs, strict=True), key=lambda t: abs(t[0]))
         lines += [
@@ -487,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m agents.ladder",
         description="Rate agents by one number each, fitted to duplicate arenas of every pair.",
     )
-    parser.add_argument("--agents", default="", help="comma-separated specs to rate")
+    parser.add_argument("--agents", help="comma-separated specs to rate, each once")
     parser.add_argument(
         "--protocol",
         choices=sorted(PROTOCOLS),
@@ -543,10 +541,15 @@ def main(argv: list[str] | None = None) -> int:
     seed = proto.seed if proto else args.seed if args.seed is not None else 0
     seating = proto.seating if proto else args.seating or "permute"
     boot = proto.bootstrap if proto else args.bootstrap if args.bootstrap is not None else 2000
-    if deals < 2 or seed < 0 or boot < 0 or args.workers < 1 or args.chunk < 1:
-        parser.error(
-            "--deals must be >= 2, --seed and --bootstrap >= 0, --workers and --chunk >= 1"
-        )
+    for flag, value, low, why in (
+        ("--deals", deals, 2, " (the fit weighs each pair by its variance over deals)"),
+        ("--seed", seed, 0, ""),
+        ("--bootstrap", boot, 0, " (0: no intervals)"),
+        ("--workers", args.workers, 1, ""),
+        ("--chunk", args.chunk, 1, ""),
+    ):
+        if value < low:
+            parser.error(f"{flag} must be >= {low}{why}, got {value}")
     for flag, value in (("--json", args.json), ("--markdown", args.markdown)):
         if value and len(presets) > 1 and "{preset}" not in value:
             parser.error(f"{flag} {value!r}: put {{preset}} in it, one file per preset")
@@ -558,7 +561,17 @@ def main(argv: list[str] | None = None) -> int:
             if path.exists() and not args.force:
                 parser.error(f"{flag} {str(path)!r} exists: another name, or --force")
     import_plugins(parser, args.plugin)
-    given_specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    try:
+        given_specs = split_specs(args.agents, "--agents") if args.agents is not None else []
+        versus = split_specs(args.versus, "--versus") if args.versus is not None else None
+    except ValueError as exc:
+        parser.error(str(exc))
+    repeated = sorted({s for s in given_specs if given_specs.count(s) > 1})
+    if repeated:
+        parser.error(
+            f"--agents {args.agents!r}: {', '.join(map(repr, repeated))} given more than once; a "
+            "ladder rates each agent once (the arena plays a repeated spec as spec#1, spec#2)"
+        )
     if not proto and len(given_specs) < 2:
         parser.error("--agents needs at least two specs (or a --protocol, whose field is rated)")
     for preset in presets:
@@ -566,10 +579,8 @@ def main(argv: list[str] | None = None) -> int:
         specs = field + [s for s in given_specs if s not in field]
         if ANCHOR not in specs:
             parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
-        labels = labels_of(specs)
-        versus = [v.strip() for v in args.versus.split(",") if v.strip()] if args.versus else None
         unknown = [v for v in versus or [] if v not in specs]
-        if versus is not None and (unknown or not versus):
+        if unknown:
             parser.error(f"--versus {args.versus!r}: name agents among the rated ones {specs}")
         try:
             rules = Rules.make(preset, **parse_switches(args.set))
@@ -580,11 +591,11 @@ def main(argv: list[str] | None = None) -> int:
                 reuse |= reusable(path.replace("{preset}", preset), rules, deals, seed, seating)
             start = time.perf_counter()
             pairs = play_pairs(
-                specs, labels, rules, deals, seed, seating, args.workers, reuse,
+                specs, specs, rules, deals, seed, seating, args.workers, reuse,
                 progress=not args.no_progress, log=lambda m: print(m, file=sys.stderr),
                 versus=versus, device=args.device, chunk_games=args.chunk,
             )  # fmt: skip
-            ladder = fit_ladder(labels, specs, pairs, ANCHOR, boot)
+            ladder = fit_ladder(specs, specs, pairs, ANCHOR, boot)
         except ValueError as exc:
             parser.error(str(exc))
         title = f"{args.protocol or 'ladder'}, {preset}"

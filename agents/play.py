@@ -6,10 +6,10 @@
                           [--seed S] [--unicode]
 
 You sit at ``--seat``; the other seats are played by ``--opponents`` (one spec for all, or a
-comma-separated list cycled over the other seats). Before each of your decisions the table is
-shown from your seat (the renderer of ``zhuoji_env.envs.render`` when available: your hand sorted,
-every seat's melds and discards, tiles left, what is being decided) with the numbered legal
-actions. Answer with
+comma-separated list of at most one spec per other seat, cycled over them). Before each of your
+decisions the table is shown from your seat (the renderer of ``zhuoji_env.envs.render`` when
+available: your hand sorted, every seat's melds and discards, tiles left, what is being decided)
+with the numbered legal actions. Answer with
 
 - a tile code (``5m``): discard that tile;
 - an action name, with a tile where it takes one: ``pong``, ``kong``, ``hu``, ``pass``,
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from agents.base import Agent, decide
-from agents.registry import make_agent
+from agents.registry import make_agent, split_specs
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
@@ -179,12 +179,15 @@ def main(
     parser.add_argument(
         "--opponents",
         default="rule",
-        help="agent spec for the other seats, or a comma list cycled over them",
+        help="agent spec for the other seats, or a comma list (at most one per other seat) "
+        "cycled over them",
     )
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the walls and agents")
     parser.add_argument("--unicode", action="store_true", help="show tiles as mahjong glyphs")
     args = parser.parse_args(argv)
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     ask = ask or input
     say = say or print
     try:
@@ -192,8 +195,13 @@ def main(
         n = rules.num_players
         if not 0 <= args.seat < n:
             raise ValueError(f"--seat must be 0-{n - 1}")
-        specs = [s.strip() for s in args.opponents.split(",") if s.strip()] or ["rule"]
+        specs = split_specs(args.opponents, "--opponents")
         others = [s for s in range(n) if s != args.seat]
+        if len(specs) > len(others):
+            raise ValueError(
+                f"--opponents {args.opponents!r}: {len(specs)} specs for the {len(others)} other "
+                f"seats; give at most {len(others)} (a shorter list is cycled over the seats)"
+            )
         opponents = {
             s: make_agent(specs[j % len(specs)], seed=[args.seed or 0, s], rules=rules)
             for j, s in enumerate(others)

@@ -261,6 +261,16 @@ def finite_or_refuse(name: str, state: dict) -> None:
 
 def _read(path: Path) -> dict:
     """The checkpoint dict of ``path``, loaded without running code."""
+    if path.is_dir():
+        files = sorted(p.name for p in path.glob("*.pt"))
+        if not files:
+            raise ValueError(f"{str(path)!r} is a folder without .pt files, not a checkpoint file")
+        pick = "latest.pt" if "latest.pt" in files else files[0]
+        raise ValueError(
+            f"{str(path)!r} is a folder, not a checkpoint file: name a .pt file in it, e.g. "
+            f"{str(path / pick)!r} (its .pt files: {', '.join(files[:4])}"
+            f"{', ...' if len(files) > 4 else ''})"
+        )
     if not path.is_file():
         raise ValueError(f"no checkpoint file at {str(path)!r}")
     if path.stat().st_size == 0:

@@ -62,6 +62,20 @@ def known_specs() -> list[str]:
     return sorted(AGENT_FACTORIES)
 
 
+def split_specs(text: str, flag: str) -> list[str]:
+    """The comma-separated agent specs of command-line option ``flag``; an empty list or an
+    empty item raises ``ValueError`` naming ``flag``."""
+    specs = [s.strip() for s in text.split(",")]
+    if not any(specs):
+        raise ValueError(f"{flag} {text!r}: no agent spec given; e.g. {flag} random,rule")
+    if "" in specs:
+        raise ValueError(
+            f"{flag} {text!r}: item {specs.index('') + 1} is empty; give comma-separated agent "
+            "specs, e.g. random,rule"
+        )
+    return specs
+
+
 def make_agent(spec: str, seed=None, rules=None) -> Agent:
     """The agent a spec names; ``seed`` seeds its random generator."""
     if not isinstance(spec, str):

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -283,6 +284,46 @@ def test_margin_is_the_paired_difference_in_either_order():
         [-x for x in pair["ci95"][::-1]]
     )
     assert res.margin("random", "greedy")[0] == pytest.approx(-m)
+    with pytest.raises(ValueError, match=r"no agent 'rule' in this arena: its labels are \['gr"):
+        res.margin("rule", "greedy")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+        ({"seed": 1.5}, "seed must be an integer >= 0, got 1.5"),
+        ({"workers": 0}, "workers must be an integer >= 1, got 0"),
+        ({"chunk_games": 0}, "chunk_games must be an integer >= 1, got 0"),
+    ],
+)
+def test_run_arena_refuses_a_bad_seed_workers_or_chunk(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        run_arena(["random", "greedy"], 2, progress=False, **kwargs)
+
+
+def test_one_deal_prints_its_intervals_as_not_applicable():
+    """One deal has no interval: the table says n/a with the reason, never nan."""
+    acc = np.zeros((1, 2, len(arena.FIELDS)), dtype=np.int64)
+    acc[:, :, arena.FIELD_INDEX["hands"]] = 2
+    acc[:, :, arena.FIELD_INDEX["score"]] = [[4, -4]]
+    rotations = np.array([[0, 1, 0, 1], [1, 0, 1, 0]])
+    res = ArenaResult(["a", "b"], ["a", "b"], arena.Rules.make("guiyang"), 0, rotations, acc)
+    table = res.table()
+    assert "nan" not in table and "significant" not in table
+    assert table.count("n/a (one deal)") == 3
+    assert "b - a   -4.000  95% CI n/a (one deal)" in table
+
+
+def test_a_ppo_folder_is_refused_with_its_checkpoints(tmp_path, capsys):
+    (tmp_path / "latest.pt").write_bytes(b"")
+    (tmp_path / "update_1.pt").write_bytes(b"")
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", f"ppo:{tmp_path},random", "--deals", "2", "--no-progress"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"'{tmp_path}' is a folder, not a checkpoint file: name a .pt file in it, e.g. " in err
+    assert f"'{tmp_path / 'latest.pt'}' (its .pt files: latest.pt, update_1.pt)" in err
 
 
 @pytest.mark.parametrize(
@@ -293,6 +334,15 @@ def test_margin_is_the_paired_difference_in_either_order():
         (["--json", "."], "--json '.': is a folder, not a file"),
         (["--plugin", "nosuchmodule"], "--plugin 'nosuchmodule': cannot import it"),
         (["--deals", "0"], "--deals must be >= 1, got 0"),
+        (["--workers", "0"], "--workers must be >= 1, got 0"),
+        (["--chunk", "-3"], "--chunk must be >= 1, got -3"),
+        (["--agents", "rule,,random"], "--agents 'rule,,random': item 2 is empty"),
+        (["--agents", "random,"], "--agents 'random,': item 2 is empty"),
+        (["--agents", " "], "--agents ' ': no agent spec given"),
+        (
+            ["--set", "num_players=3", "--set", "num_players=4"],
+            "switch 'num_players' is set twice ('num_players=3', then 'num_players=4')",
+        ),
     ],
 )
 def test_cli_checks_flags_before_the_run(monkeypatch, capsys, extra, message):

@@ -80,6 +80,11 @@ def test_pair_margins_residuals_and_chi_square_from_hand_built_sums():
     # mean 0, sd sqrt(2), t(0.975, 1) = 12.706: each head-to-head cell, row minus column
     assert "| `a` |  | +0.00 [-12.71, +12.71] |" in table.splitlines()
     assert "| `b` | -0.00 [-12.71, +12.71] |  |" in table.splitlines()
+    # no bootstrap, no rating intervals: n/a, not nan
+    assert "| 1 | `a` | +0.00 | n/a (no bootstrap) |" in table.splitlines()
+    assert "nan" not in table
+    written = ladder.ladder_json(fit, ladder.Rules.make("guiyang"), 2, 0, "permute", {})
+    assert written["agents"][0]["ci95"] == [None, None]
     with pytest.raises(ValueError, match="anchor 'random' is not among"):
         fit_ladder(["a", "b"], ["a", "b"], [p])
     with pytest.raises(ValueError, match="at least 2 deals"):
@@ -204,8 +209,9 @@ def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
         return capsys.readouterr().err
 
     assert "--versus 'ppo-app': name agents among the rated ones" in error(["--versus", "ppo-app"])
-    assert "--versus ',': name agents" in error(["--versus", ","])
-    assert "--chunk >= 1" in error(["--chunk", "0"])
+    assert "--versus ',': no agent spec given" in error(["--versus", ","])
+    assert "--versus 'greedy,,rule': item 2 is empty" in error(["--versus", "greedy,,rule"])
+    assert "--chunk must be >= 1, got 0" in error(["--chunk", "0"])
 
 
 def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path):
@@ -247,3 +253,32 @@ def test_a_malformed_chunk_or_machine_is_refused(key, value):
     row[key] = value
     with pytest.raises(ValueError, match=re.escape(f"pair a - b: {key} {value!r}")):
         PairResult.from_json(row)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--agents", "random,greedy,random"],
+         "--agents 'random,greedy,random': 'random' given more than once; a ladder rates each "
+         "agent once"),
+        (["--agents", "rule,,random"], "--agents 'rule,,random': item 2 is empty"),
+        (["--agents", ""], "--agents '': no agent spec given"),
+        (["--agents", "random,rule", "--deals", "1"],
+         "--deals must be >= 2 (the fit weighs each pair by its variance over deals), got 1"),
+        (["--agents", "random,rule", "--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["--agents", "random,rule", "--bootstrap", "-2"],
+         "--bootstrap must be >= 0 (0: no intervals), got -2"),
+        (["--agents", "random,rule", "--workers", "0"], "--workers must be >= 1, got 0"),
+        (["--agents", "random,rule", "--set", "baoting=true", "--set", "baoting=false"],
+         "switch 'baoting' is set twice ('baoting=true', then 'baoting=false')"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_before_any_pair_is_played(monkeypatch, capsys, argv, message):
+    def no_run(*a, **k):
+        raise AssertionError("a pair was played before the input was checked")
+
+    monkeypatch.setattr(ladder, "run_arena", no_run)
+    with pytest.raises(SystemExit) as exc:
+        ladder.main([*argv, "--no-progress"])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err

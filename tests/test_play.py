@@ -149,3 +149,26 @@ def test_printed_settlement_is_the_engines(monkeypatch):
     assert paid_any
     assert dealt[1].dealer[0] == dealt[0].next_dealer[0]
     assert dealt[1].streak[0] == dealt[0].next_streak[0]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--opponents", "random,greedy,rule,random"],
+         "--opponents 'random,greedy,rule,random': 4 specs for the 3 other seats; give at most 3"),
+        (["--opponents", "random,greedy,rule", "--set", "num_players=3"],
+         "3 specs for the 2 other seats; give at most 2"),
+        (["--opponents", ""], "--opponents '': no agent spec given"),
+        (["--opponents", "rule,,random"], "--opponents 'rule,,random': item 2 is empty"),
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        (["--set", "num_players=3", "--set", "num_players=3"], "switch 'num_players' is set twice"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_refused_naming_them(capsys, argv, message):
+    def ask(prompt):
+        raise AssertionError("the game started")
+
+    with pytest.raises(SystemExit) as info:
+        play.main(argv, ask, lambda line: None)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err

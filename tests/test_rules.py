@@ -15,6 +15,7 @@ from zhuoji_env.rules import (
     PRESET_NAMES,
     SWITCHES,
     Rules,
+    parse_switches,
 )
 
 # RULES.md section 9, written out switch by switch: (guiyang, classic, app).
@@ -414,3 +415,13 @@ def test_dou_values_bounds():
     assert Rules.make(dou_values=[MAX_VALUE, 0, MAX_VALUE]).dou_values == (MAX_VALUE, 0, MAX_VALUE)
     with pytest.raises(ValueError, match=rf"allowed a list of three integers 0-{MAX_VALUE} "):
         Rules.make(dou_values=[0, MAX_VALUE + 1, 0])
+
+
+def test_a_switch_set_twice_is_refused_naming_it():
+    assert parse_switches(["num_players=3", "flip_mode=up_down"]) == {
+        "num_players": 3,
+        "flip_mode": "up_down",
+    }
+    for items in (["num_players=3", "num_players=4"], ["num_players=3", " num_players =3"]):
+        with pytest.raises(ValueError, match=r"^switch 'num_players' is set twice \('num_"):
+            parse_switches(items)

@@ -215,16 +215,24 @@ class Rules:
 
 def parse_switches(items: list[str]) -> dict[str, Any]:
     """Switch overrides from command-line ``SWITCH=VALUE`` items (VALUE read as JSON when it
-    parses, else as a string): ``["num_players=3", "flip_mode=up_down"]``."""
+    parses, else as a string): ``["num_players=3", "flip_mode=up_down"]``. A switch given twice
+    raises ``ValueError`` naming it."""
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"expected SWITCH=VALUE, got {item!r}")
+        name = name.strip()
+        if name in given:
+            raise ValueError(
+                f"switch {name!r} is set twice ({given[name]!r}, then {item!r}): set each once"
+            )
+        given[name] = item
         try:
-            out[name.strip()] = json.loads(value)
+            out[name] = json.loads(value)
         except json.JSONDecodeError:
-            out[name.strip()] = value.strip()
+            out[name] = value.strip()
     return out
 
 
