@@ -3,21 +3,22 @@ against the sampled deals'.
 
     python -m agents.belief_check --base ppo-guiyang --improve 0,1,1.5 --tables 64 --steps 160
 
-BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
-At every ``--every``-th step the public view of each game's acting seat is sampled ``--k`` times
-for each value of ``--improve`` (:func:`zhuoji_env.belief.sample`; 0 is the uniform belief).
-Every other seat that holds 3k+1 concealed tiles is graded by the shanten of its hand, the real
-one and each sampled one: ready (听, shanten 0) or one tile from it (shanten 1). The table gives
-the shares by the number of discards in that seat's river, the real hands first: a belief that
-is true to the others' play matches them.
+BASE plays every seat of --tables games (BatchGame, --seed) for --steps steps. At every
+--every-th step the public view of each game's acting seat is sampled --k times for each value
+of --improve (zhuoji_env.belief.sample; 0 is the uniform belief). Every other seat that holds
+3k+1 concealed tiles is graded by the shanten of its hand, the real one and each sampled one:
+ready (听, shanten 0) or one tile from it (shanten 1). The table gives the shares by the number
+of discards in that seat's river, the real hands first: a belief that is true to the others'
+play matches them.
 
 The second table is about what search needs to know: at the same steps, wherever the acting
-seat is to discard, each kind it may discard is *dangerous* if another seat may win (胡) on
-it, as the engine offers that win (:func:`zhuoji_env.engine.core.claim_options`). A belief
-predicts that danger by the share of its deals in which it is so. For each ``improve`` the
-table gives the mean prediction beside the real share, the Brier score (mean squared error)
-beside that of always predicting the real share, and the AUC: the chance that a dangerous tile
-is predicted more dangerous than a safe one (ties count half; 0.5 is no better than chance).
+seat is to discard, each kind it may discard is dangerous if another seat may win (胡) on it, as
+the engine offers that win (zhuoji_env.engine.core.claim_options). A belief predicts that
+danger by the share of its deals in which it is so. For each improve the table gives the mean
+prediction beside the real share, the Brier score (mean squared error) beside that of always
+predicting the real share, and the AUC: the chance that a dangerous tile is predicted more
+dangerous than a safe one (ties count half; 0.5 is no better than chance; n/a, with the reason,
+where no tile was dangerous or none was safe).
 """
 
 from __future__ import annotations
@@ -137,21 +138,25 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
 
 def danger_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per belief (rows): its mean predicted danger and the real share (percent), its Brier
-    score and that of always predicting the real share, and its AUC."""
+    score and that of always predicting the real share, and its AUC (n/a, with the reason,
+    where no tile was dangerous or none was safe)."""
     real = df[df.hands == "real"].real.to_numpy()
     rate = real.mean() if real.size else float("nan")
     out = {}
     for source, part in df[df.hands != "real"].groupby("hands", sort=False):
         y, p = part.real.to_numpy(), part.predicted.to_numpy()
-        auc = float("nan")
-        if 0 < y.sum() < y.size:
-            auc = stats.mannwhitneyu(p[y], p[~y]).statistic / (y.sum() * (~y).sum())
+        if not y.any():
+            auc = "n/a (no tile was dangerous)"
+        elif y.all():
+            auc = "n/a (no tile was safe)"
+        else:
+            auc = f"{stats.mannwhitneyu(p[y], p[~y]).statistic / (y.sum() * (~y).sum()):.3f}"
         out[source] = {
             "predicted": f"{100 * p.mean():.1f}%",
             "real": f"{100 * rate:.1f}%",
             "Brier": f"{np.mean((p - y) ** 2):.4f}",
             "Brier of the real share": f"{rate * (1 - rate):.4f}",
-            "AUC": f"{auc:.3f}",
+            "AUC": auc,
         }
     table_ = pd.DataFrame(out).T
     table_.index.name = "belief"
@@ -159,7 +164,8 @@ def danger_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def improve_values(text: str) -> list[float]:
-    """An argparse type: comma-separated ``improve`` values (:func:`belief.valid_improve`)."""
+    """An argparse type: comma-separated ``improve`` values (:func:`belief.valid_improve`),
+    each once."""
     try:
         values = [float(a) for a in text.split(",")]
     except ValueError:
@@ -167,6 +173,11 @@ def improve_values(text: str) -> list[float]:
     if not values or not all(belief.valid_improve(a) for a in values):
         raise argparse.ArgumentTypeError(
             f"{text!r}: give comma-separated numbers in [0, {belief.IMPROVE_MAX}], e.g. 0,1"
+        )
+    twice = sorted({a for a in values if values.count(a) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: improve={twice[0]:g} is given twice; give each value once, e.g. 0,1"
         )
     return values
 
@@ -177,37 +188,48 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--base", default="ppo-guiyang", help="the players, any agent spec")
     parser.add_argument(
-        "--improve", type=improve_values, default="0,1", help="comma-separated improve values"
+        "--base", default="ppo-guiyang", help="the players, any agent spec (default ppo-guiyang)"
     )
-    parser.add_argument("--tables", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=160)
-    parser.add_argument("--every", type=int, default=4, help="sample at every N-th step")
-    parser.add_argument("--k", type=int, default=8, help="samples per view")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--preset", default="guiyang")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--improve",
+        type=improve_values,
+        default="0,1",
+        help="comma-separated improve values, each once (default 0,1)",
+    )
+    parser.add_argument("--tables", type=int, default=64, help="games played (default 64)")
+    parser.add_argument(
+        "--steps", type=int, default=160, help="steps BASE plays at every table (default 160)"
+    )
+    parser.add_argument(
+        "--every", type=int, default=4, help="sample at every N-th step (default 4)"
+    )
+    parser.add_argument("--k", type=int, default=8, help="samples per view (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="the deals' seed (default 0)")
+    parser.add_argument("--preset", default="guiyang", help="rules preset (default guiyang)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     for name in ("tables", "steps", "every", "k"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     try:
         rules = Rules.make(args.preset)
         player = make_agent(args.base, seed=args.seed, rules=rules)
+        readiness, danger = grades(
+            args.tables,
+            args.steps,
+            args.every,
+            args.k,
+            args.improve,
+            player,
+            rules,
+            args.seed,
+            progress=not args.no_progress,
+        )
     except ValueError as exc:
         parser.error(str(exc))
-    readiness, danger = grades(
-        args.tables,
-        args.steps,
-        args.every,
-        args.k,
-        args.improve,
-        player,
-        rules,
-        args.seed,
-        progress=not args.no_progress,
-    )
     print("ready / one from ready, by discards in the other seat's river")
     print(table(readiness).to_string())
     judged = int((danger.hands == "real").sum())

@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     args = parser.parse_args(argv)
     try:
-        sizes = [int(x) for x in args.tables.split(",")]
+        sizes = [int(x) if x.strip().isdecimal() else 0 for x in args.tables.split(",")]
         if any(s < 1 for s in sizes) or args.warmup < 0 or args.decisions < 1:
             raise ValueError("--tables must be integers >= 1, --warmup >= 0, --decisions >= 1")
+        if args.seed < 0:
+            raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
         rows = [
             measure(args.agent, s, args.warmup, args.decisions, args.seed, args.preset)
             for s in sizes

@@ -496,13 +496,18 @@ class SearchAgent(Agent):
 
 def parse_spec(arg: str) -> tuple[str, dict]:
     """``BASE[:OPTION=VALUE]...`` -> ``(BASE, options)``, the options peeled off
-    the end."""
+    the end; a trailing option name without ``=VALUE`` is refused."""
     opts: dict = {}
     base = arg
     while base:
         head, _, last = base.rpartition(":")
         name, eq, value = last.partition("=")
         if not eq:
+            if head and name in DEFAULTS:
+                hint = "X (a number)" if name in _REAL else "N"
+                raise ValueError(
+                    f"search:{arg}: search option {name!r} needs a value: {name}={hint}"
+                )
             break
         if name not in DEFAULTS:
             raise ValueError(

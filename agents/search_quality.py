@@ -3,43 +3,44 @@
     python -m agents.search_quality --base ppo-guiyang --settings "leaf=0:k=16;leaf=2:k=32:z=0" \\
         --truth 256 --tables 16 --steps 70 --seed 13
 
-BASE plays every seat of ``--tables`` games (``BatchGame``, ``--seed``) for ``--steps`` steps.
-At each decision the search would take up (more than one legal action, BASE's favourite below
-``--unsure``), a judge scores each of BASE's ``--c`` most likely actions on ``--truth`` fresh
-deals played to the end of the hand: its mean settlement less the favourite's. Every setting
-(``search:BASE`` options separated by ``;``, :mod:`agents.search`) picks among the same
-candidates, each on its own deals: among the first ``c`` of them where it sets ``c=`` (at most
-``--c``), and only where BASE's favourite is below its own ``unsure=`` (at most ``--unsure``),
-else it keeps the favourite (a setting without ``c=`` or ``unsure=`` takes the run's, not the
-agent's defaults). A setting's *gain* is the judged difference at the candidate it
-picked (0 where it kept the favourite), averaged over all the run's decisions (so settings
-that search different decisions compare per decision of the game), with a 95% interval over
-them; the judge's deals are independent of the settings', so a pick that won on its own noisy
-deals (the winner's curse) is not credited for it. The gain is measured under a model (the
-uniform belief, for every BASE, and BASE in every seat), not against real opponents: an arena
-(``agents.arena``) measures that. With ``--judge real`` the judge plays
-each candidate from copies of the real game instead (the others' real hands and the real wall,
-only BASE's own choices random): what a candidate is worth in the game being played, with BASE
-in every seat, which judges a belief (``improve=``) by the hands the others really hold.
-``ms`` is each setting's time per decision it searched. ``--json FILE`` writes the table, the
-judge (``belief`` or ``real``), and every decision's candidates (action indices, BASE's
-favourite first), judged differences and BASE's probability of its favourite (1 for a BASE
-without probabilities).
+BASE plays every seat of --tables games (BatchGame, --seed) for --steps steps. At each decision
+the search would take up (more than one legal action, BASE's favourite below --unsure), a judge
+scores each of BASE's --c most likely actions on --truth fresh deals played to the end of the
+hand: its mean settlement less the favourite's. Every setting (search:BASE options, see
+agents.search; settings separated by ';') picks among the same candidates, each on its own
+deals: among the first c of them where it sets c= (at most --c), and only where BASE's
+favourite is below its own unsure= (at most --unsure), else it keeps the favourite (a setting
+without c= or unsure= takes the run's, not the agent's defaults). A setting's gain is the
+judged difference at the candidate it picked (0 where it kept the favourite), averaged over all
+the run's decisions (so settings that search different decisions compare per decision of the
+game), with a 95% interval over them; the judge's deals are independent of the settings', so a
+pick that won on its own noisy deals (the winner's curse) is not credited for it. The gain is
+measured under a model (the uniform belief, for every BASE, and BASE in every seat), not
+against real opponents: an arena (agents.arena) measures that. With --judge real the judge
+plays each candidate from copies of the real game instead (the others' real hands and the real
+wall, only BASE's own choices random): what a candidate is worth in the game being played, with
+BASE in every seat, which judges a belief (improve=) by the hands the others really hold. ms is
+each setting's time per decision it searched. --json FILE (never over a file, unless --force)
+writes the table, the judge (belief or real), and every decision's candidates (action indices,
+BASE's favourite first), judged differences and BASE's probability of its favourite (1 for a
+BASE without probabilities); an undefined number (an interval of one decision) is null.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from agents.arena import unwritable
+from agents.arena import standard_json, unwritable
 from agents.registry import make_agent
 from agents.search import (
+    _LIMITS,
     DEFAULTS,
     VALUE_DEFAULTS,
     SearchAgent,
@@ -54,20 +55,39 @@ from zhuoji_env.observation import encode
 
 
 def settings(text: str, base: str, c: int, unsure: float) -> list[tuple[str, dict]]:
-    """``"k=16;leaf=2:z=0"`` -> ``[(label, options)]``, each checked by ``parse_spec``. A
-    setting's ``c`` and ``unsure`` narrow the run's (``c``, ``unsure``): they may not exceed
-    them, as the judge scores only the run's candidates at the run's decisions."""
-    out = []
-    for part in text.split(";"):
-        part = part.strip()
-        opts = parse_spec(f"{base}:{part}")[1] if part else {}
+    """``"k=16;leaf=2:z=0"`` -> ``[(label, options)]``, each checked by ``parse_spec``; ``""`` is
+    one setting of the defaults. A setting's ``c`` and ``unsure`` narrow the run's (``c``,
+    ``unsure``): they may not exceed them, as the judge scores only the run's candidates at the
+    run's decisions. An empty setting among others, and a setting given twice, are refused."""
+    parts = [part.strip() for part in text.split(";")]
+    out: list[tuple[str, dict]] = []
+    for i, part in enumerate(parts, 1):
+        if not part and len(parts) > 1:
+            raise ValueError(
+                f"--settings {text!r}: setting {i} is empty; give OPTION=VALUE[:OPTION=VALUE]... "
+                "between the ';', or --settings '' for one setting of the defaults"
+            )
+        got, opts = parse_spec(f"{base}:{part}") if part else (base, {})
+        if got != base:
+            raise ValueError(
+                f"--settings: setting {part!r}: {got.rpartition(':')[2]!r} is not OPTION=VALUE"
+            )
         for name, most in (("c", c), ("unsure", unsure)):
             if opts.get(name, most) > most:
                 raise ValueError(
                     f"setting {part!r}: {name}={opts[name]:g} is above the run's --{name} "
                     f"{most:g}, and the judge scores only the run's candidates and decisions"
                 )
-        out.append((part or "defaults", {"c": c, "unsure": unsure, **opts}))
+        full = {"c": c, "unsure": unsure, **opts}
+        same = [label for label, other in out if other == full]
+        if same:
+            what = (
+                "given twice"
+                if same[0] == part
+                else f"the same as {same[0]!r} (a setting without c= or unsure= takes the run's)"
+            )
+            raise ValueError(f"--settings: setting {part!r} is {what}; give each setting once")
+        out.append((part or "defaults", full))
     return out
 
 
@@ -143,7 +163,8 @@ def run(
     for (label, _), pick, secs, n in zip(specs, picks, seconds, searched, strict=True):
         p = np.concatenate(pick) if pick else np.zeros(0, dtype=np.int64)
         gain = diff[np.arange(len(p)), p]
-        half = 1.96 * gain.std(ddof=1) / np.sqrt(len(p)) if len(p) > 1 else float("nan")
+        half = 1.96 * gain.std(ddof=1) / np.sqrt(len(p)) if len(p) > 1 else None
+        ci = None if half is None else [float(gain.mean() - half), float(gain.mean() + half)]
         rows_out.append(
             {
                 "setting": label,
@@ -151,7 +172,7 @@ def run(
                 "searched": int(n),
                 "overruled": float(np.mean(p > 0)) if len(p) else float("nan"),
                 "gain": float(gain.mean()) if len(p) else float("nan"),
-                "ci": [float(gain.mean() - half), float(gain.mean() + half)] if len(p) else None,
+                "ci": ci,
                 "ms": 1000 * secs / max(n, 1),
                 "picks": p.tolist(),
             }
@@ -174,31 +195,71 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--base", default="ppo-guiyang", help="BASE, any agent spec")
-    parser.add_argument("--settings", default="", help="search options per setting, ';'-separated")
-    parser.add_argument("--truth", type=int, default=256, help="the judge's deals per decision")
-    parser.add_argument("--tables", type=int, default=16)
-    parser.add_argument("--steps", type=int, default=70, help="steps BASE plays at every table")
-    parser.add_argument("--c", type=int, default=DEFAULTS["c"], help="candidates per decision")
-    parser.add_argument("--unsure", type=float, default=VALUE_DEFAULTS["unsure"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--preset", default="guiyang")
+    parser.add_argument(
+        "--base", default="ppo-guiyang", help="BASE, any agent spec (default ppo-guiyang)"
+    )
+    parser.add_argument(
+        "--settings",
+        default="",
+        help="search options per setting, ';'-separated (default: one setting, the defaults)",
+    )
+    parser.add_argument(
+        "--truth", type=int, default=256, help="the judge's deals per decision (default 256)"
+    )
+    parser.add_argument("--tables", type=int, default=16, help="games played (default 16)")
+    parser.add_argument(
+        "--steps", type=int, default=70, help="steps BASE plays at every table (default 70)"
+    )
+    parser.add_argument(
+        "--c",
+        type=int,
+        default=DEFAULTS["c"],
+        help=f"candidates per decision (default {DEFAULTS['c']})",
+    )
+    parser.add_argument(
+        "--unsure",
+        type=float,
+        default=VALUE_DEFAULTS["unsure"],
+        help="decisions where BASE's favourite's probability is below this are judged "
+        f"(default {VALUE_DEFAULTS['unsure']})",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the deals' seed (default 0)")
+    parser.add_argument("--preset", default="guiyang", help="rules preset (default guiyang)")
     parser.add_argument(
         "--judge",
         choices=("belief", "real"),
         default="belief",
-        help="the judge's deals: sampled from the seat's view (belief) or the real game (real)",
+        help="the judge's deals: sampled from the seat's view (belief, the default) or the real "
+        "game (real)",
     )
-    parser.add_argument("--json", type=Path, help="write the results to this file")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="write the results to this file (never over a file, unless --force)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing --json FILE")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
         for name in ("truth", "tables", "steps"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
+        for name, option in (("truth", "k"), ("c", "c")):
+            low, high = _LIMITS[option]
+            if not low <= getattr(args, name) <= high:
+                raise ValueError(f"--{name} must be in {low}-{high}, got {getattr(args, name)}")
+        if not 0 < args.unsure <= 1:
+            raise ValueError(f"--unsure must be in (0, 1], got {args.unsure:g}")
+        if args.seed < 0:
+            raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
         problem = args.json and unwritable(args.json)
         if problem:
             raise ValueError(f"--json {str(args.json)!r}: {problem}")
+        if args.json and os.path.lexists(args.json) and not args.force:
+            raise ValueError(
+                f"--json {str(args.json)!r} exists: give another name, or --force to replace it"
+            )
         specs = settings(args.settings, args.base, args.c, args.unsure)
         out = run(
             args.base,
@@ -224,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['gain']:+8.3f} {ci:>18s} {r['ms']:7.1f}"
         )
     if args.json:
-        write_text_atomic(args.json, json.dumps(out) + "\n")
+        write_text_atomic(args.json, json.dumps(standard_json(out), allow_nan=False) + "\n")
     return 0
 
 

@@ -428,6 +428,9 @@ def test_belief_check_counts_readiness(capsys):
     bad = (
         (["--improve", "1,x"], "comma-separated"),
         (["--improve", "0,9"], "--improve"),
+        (["--improve", "0,,1"], "comma-separated"),
+        (["--improve", "0,1,1.0"], "'0,1,1.0': improve=1 is given twice"),
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
         (["--k", "0"], "--k"),
         (["--base", "nope"], "unknown agent spec"),
         (["--preset", "nope"], "nope"),
@@ -437,6 +440,16 @@ def test_belief_check_counts_readiness(capsys):
             belief_check.main(flags)
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_belief_check_help_shows_defaults_without_markup(capsys):
+    from agents import belief_check
+
+    with pytest.raises(SystemExit):
+        belief_check.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default 0,1)" in text and "(default 64)" in text and "(default 8)" in text
+    assert "``" not in text and ":func:" not in text
 
 
 def test_danger_is_the_win_the_engine_offers():
@@ -485,3 +498,6 @@ def test_danger_table_exact():
     assert row["predicted"] == "31.2%" and row["real"] == "25.0%"
     assert row["Brier"] == "0.1406" and row["Brier of the real share"] == "0.1875"
     assert row["AUC"] == "0.833"
+    for real, why in ((False, "no tile was dangerous"), (True, "no tile was safe")):
+        same = df.assign(real=real)
+        assert belief_check.danger_table(same).loc["improve=0", "AUC"] == f"n/a ({why})"

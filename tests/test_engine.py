@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -324,3 +325,15 @@ def test_random_legal_is_uniform_over_legal_actions_and_never_illegal():
     picks = A.random_legal(np.random.default_rng(0), np.repeat(mask[1:], 4000, 0))
     counts = np.bincount(picks, minlength=A.NUM_ACTIONS)
     assert counts[7] + counts[A.PASS] == 4000 and 1800 < counts[7] < 2200
+
+
+@pytest.mark.parametrize("seed", [-1, "a", 1.5, True, [1, 2]])
+def test_a_bad_seed_is_named(seed):
+    """``BatchGame`` and its ``reset`` say which seeds are allowed, not numpy's message."""
+    msg = f"seed must be None or a non-negative integer, got {seed!r}"
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        BatchGame("guiyang", 2, seed=seed)
+    game = BatchGame("guiyang", 2, seed=np.int64(3))
+    assert game.seed == 3
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        game.reset(seed)

@@ -430,6 +430,25 @@ def test_num_envs_is_named(bad):
         _sb3(num_envs=bad)
 
 
+@pytest.mark.parametrize(
+    "make,bad,own",
+    [
+        (SingleAgentEnv, "seat", "learner_seat"),
+        (zhuoji_env.env, "rulez", "rules"),
+        (SelfPlayVecEnv, "num_player", "num_envs"),
+        (_sb3, "opponents", "opponent"),
+    ],
+    ids=["single", "env", "selfplay", "sb3"],
+)
+def test_an_unknown_keyword_names_the_arguments_and_the_switches(make, bad, own):
+    with pytest.raises(ValueError) as e:
+        make(**{bad: 1})
+    msg = str(e.value)
+    assert f"unknown keyword {bad!r}: neither an argument of " in msg
+    assert re.search(rf"\(.*\b{own}\b.*\) nor a rule switch \(num_players, ", msg)
+    assert "base_stake)" in msg
+
+
 def test_selfplay_step_before_reset():
     env = SelfPlayVecEnv(2, seed=0)
     with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):

@@ -1,14 +1,19 @@
 """``python -m zhuoji_env.record`` (issue 11): bad flags are argparse errors with nothing
-written, ``hands_per_game`` plays matches, and game i's record does not depend on ``--n``."""
+written, ``hands_per_game`` plays matches, and game i's record does not depend on ``--n``;
+``python -m zhuoji_env.view`` does not show a record whose stored result differs from its
+replay unless told to."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.record import main
+from zhuoji_env.view import Record
+from zhuoji_env.view import main as view_main
 
 
 def run_error(capsys, argv) -> str:
@@ -119,3 +124,28 @@ def test_hands_per_game_plays_matches(tmp_path, capsys):
         first = json.loads(recs[f"{tag}-11-{i}-0.json"])
         alone = json.loads(one[f"classic-11-{i}.json"])
         assert first["wall"] == alone["wall"] and first["actions"] == alone["actions"]
+
+
+def test_view_refuses_a_record_whose_result_differs_unless_allowed(tmp_path, capsys):
+    """``zhuoji_env.view`` on a record whose stored result was changed: no page and exit 1, with
+    what differs as ``zhuoji_env.replay`` says it; with --allow-mismatch the page is written
+    with the differences at its top. A record that replays to its result has no such list."""
+    ron = Path(__file__).parent / "data" / "records" / "guiyang-2-ron.json"
+    rec = json.loads(ron.read_text())
+    rec["result"]["deltas"] = [0, 0, 0, 0]
+    bad, page = tmp_path / "bad.json", tmp_path / "bad.html"
+    bad.write_text(json.dumps(rec))
+    said = "deltas: record has [0, 0, 0, 0], replay gives [17, 9, -33, 7]"
+    assert view_main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: differs: {said}" in err and "--allow-mismatch" in err
+    assert not page.exists()
+    assert view_main([str(bad), "--allow-mismatch"]) == 0
+    assert f"{bad}: differs: {said}" in capsys.readouterr().err
+    text = page.read_text(encoding="utf-8")
+    assert '<div id="mismatch">' in text and f"<li>{said}</li>" in text
+    assert f"stored result differs: {said}" in Record(rec)._repr_html_()
+    good = tmp_path / "good.html"
+    assert view_main([str(ron), "--out", str(good)]) == 0
+    assert 'id="mismatch"' not in good.read_text(encoding="utf-8")
+    assert "differs" not in Record(ron)._repr_html_()

@@ -214,6 +214,10 @@ def test_spec_options(spec, want):
         ("search:rule:improve=9", r"improve=9.0 must be a number in \[0, 8\]"),
         ("search:rule:improve=x", "improve='x' is not a number"),
         ("search:k=2", "no base agent"),
+        ("search:rule:k", "search option 'k' needs a value: k=N"),
+        ("search:rule:k=2:z", r"search option 'z' needs a value: z=X \(a number\)"),
+        ("search:rule:leaf:k=2", "search option 'leaf' needs a value: leaf=N"),
+        ("search:rule:greedy", "agent 'rule' takes no argument"),
         ("search:search:rule", "plays from observations"),
         ("search:nope", "unknown agent spec"),
     ],
@@ -283,10 +287,16 @@ def test_bench_search_counts_and_refuses(capsys):
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert [r["tables"] for r in out["rows"]] == [1, 3]
     assert all(0 < r["searched"] <= r["tables"] and r["seconds"] > 0 for r in out["rows"])
-    for bad in (["--agent", "rule"], ["--tables", "0"]):
+    for bad, said in (
+        (["--agent", "rule"], "--agent must be a search:BASE spec"),
+        (["--tables", "0"], "--tables must be integers >= 1"),
+        (["--tables", "1,,3"], "--tables must be integers >= 1"),
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    ):
         with pytest.raises(SystemExit) as exc:
             bench_search.main(bad)
         assert exc.value.code == 2
+        assert said in capsys.readouterr().err
 
 
 def test_a_repeated_candidate_is_scored_as_the_first_without_being_played_out(monkeypatch):

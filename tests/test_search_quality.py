@@ -95,6 +95,16 @@ def test_the_judge_plays_whole_hands_from_the_uniform_belief_for_every_base():
         (["--settings", "k=2;foo=1"], "unknown option 'foo'"),
         (["--base", "rule", "--settings", "leaf=1"], "has none"),
         (["--json", "/no/such/folder/q.json"], "does not exist"),
+        (["--c", "1"], "--c must be in 2-86, got 1"),
+        (["--truth", "5000"], "--truth must be in 1-4096, got 5000"),
+        (["--unsure", "0"], "--unsure must be in (0, 1], got 0"),
+        (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+        (["--settings", "k=2;;k=3"], "'k=2;;k=3': setting 2 is empty"),
+        (["--settings", "k=2;"], "'k=2;': setting 2 is empty"),
+        (["--settings", "k=2;z=0;k=2"], "setting 'k=2' is given twice"),
+        (["--settings", "z=0:c=3;z=0"], "setting 'z=0' is the same as 'z=0:c=3'"),
+        (["--settings", "k"], "search option 'k' needs a value: k=N"),
+        (["--settings", "k=2:greedy"], "setting 'k=2:greedy': 'greedy' is not OPTION=VALUE"),
     ],
 )
 def test_bad_flags_exit_2(argv, match, capsys):
@@ -102,3 +112,31 @@ def test_bad_flags_exit_2(argv, match, capsys):
         search_quality.main([*argv, "--tables", "1", "--steps", "1", "--no-progress"])
     assert exc.value.code == 2
     assert match in capsys.readouterr().err
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} in the JSON")
+
+
+def test_json_never_replaces_a_file_without_force_and_is_standard(tmp_path, capsys):
+    """An existing --json FILE is refused before any play, and replaced with --force; one
+    decision has no interval, written as null, not NaN."""
+    out = tmp_path / "q.json"
+    out.write_text("keep\n")
+    argv = ["--base", "rule", "--settings", "k=2:z=0", "--truth", "2", "--tables", "1"]
+    argv += ["--steps", "1", "--no-progress", "--json", str(out)]
+    with pytest.raises(SystemExit) as exc:
+        search_quality.main(argv)
+    assert exc.value.code == 2 and out.read_text() == "keep\n"
+    assert f"--json '{out}' exists: give another name, or --force" in capsys.readouterr().err
+    assert search_quality.main([*argv, "--force"]) == 0
+    (row,) = json.loads(out.read_text(), parse_constant=_no_constant)["rows"]
+    assert row["decisions"] == 1 and row["ci"] is None
+
+
+def test_help_shows_defaults_without_markup(capsys):
+    with pytest.raises(SystemExit):
+        search_quality.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default 256)" in text and "(default 3)" in text and "(default 0.9)" in text
+    assert "``" not in text and ":mod:" not in text

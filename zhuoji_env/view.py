@@ -15,6 +15,10 @@ tools write (``agents.analysis``): ``probs``, each ``null`` or an object from ac
 ignores them. ``agents`` (optional) labels the seats with strings. A value is null or a finite
 number: the page's JSON reader has no ``NaN`` or ``Infinity``, and one would blank it.
 
+The page shows the replayed result. A record whose stored ``result`` differs from its replay
+(as ``python -m zhuoji_env.replay`` reports it) is refused, with the differences, exit status 1;
+with ``--allow-mismatch`` the page is written with the differences at its top (and on stderr).
+
 The page never replaces the record it shows, nor (without ``--force``) any existing file, and
 is written whole or not at all (:mod:`zhuoji_env.fileio`).
 """
@@ -38,7 +42,7 @@ import numpy as np
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.records import RecordError, load, parse, replay
+from zhuoji_env.engine.records import RecordError, compare, load, parse, replay
 from zhuoji_env.engine.state import (
     AN_KONG,
     OVER,
@@ -181,9 +185,16 @@ def iter_states(rec: Mapping[str, Any]) -> Iterator[tuple[Rules, State, int | No
     yield rules, st, None
 
 
+def differences(rec: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """How the stored ``result`` of ``rec`` differs from ``result``, its replay (``compare``, as
+    ``python -m zhuoji_env.replay`` reports it); none without a stored result."""
+    return compare(rec["result"], result) if "result" in rec else []
+
+
 def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The page's data: the table before every decision and after the last, with the decision
-    taken, its legal alternatives, the optional probabilities and values, and the ledger.
+    taken, its legal alternatives, the optional probabilities and values, the ledger, and how
+    the stored result differs from the replayed one (``mismatch``, :func:`differences`).
 
     A malformed record or an illegal decision raises :class:`RecordError` (as ``replay``)."""
     result = replay(rec)
@@ -224,17 +235,32 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
         "steps": steps,
         "result": result,
         "ledger": ledger,
+        "mismatch": differences(rec, result),
     }
 
 
 def page(rec: Mapping[str, Any], title: str = "Zhuoji hand") -> str:
     """The viewer page of a record, as one HTML string."""
-    data = json.dumps(replay_steps(rec), separators=(",", ":"), allow_nan=False)
+    return _html(replay_steps(rec), title)
+
+
+def _html(steps: dict[str, Any], title: str) -> str:
+    """The viewer page of :func:`replay_steps`' data; a stored result that differs from the
+    replayed one is listed at the top."""
+    data = json.dumps(steps, separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    mismatch = ""
+    if steps["mismatch"]:
+        items = "".join(f"<li>{html.escape(d)}</li>" for d in steps["mismatch"])
+        mismatch = (
+            '<div id="mismatch"><b>The record\'s stored result differs from its replay; this '
+            f"page shows the replay.</b><ul>{items}</ul></div>"
+        )
     return (
         _TEMPLATE.replace("__TITLE__", html.escape(title))
         .replace("__CSS__", _CSS)
         .replace("__SCRIPT__", _SCRIPT)
+        .replace("__MISMATCH__", mismatch)
         .replace("__DATA__", data)
     )
 
@@ -252,9 +278,9 @@ def write_page(
 
 
 class Record:
-    """A game record that notebooks display as its final table and its ledger
-    (``_repr_html_``); ``table(k)`` is the table before decision ``k`` (a :class:`Table`),
-    ``save(path)`` writes the viewer page.
+    """A game record that notebooks display as its final table and its ledger, with how its
+    stored result differs from the replay if it does (``_repr_html_``); ``table(k)`` is the
+    table before decision ``k`` (a :class:`Table`), ``save(path)`` writes the viewer page.
 
     ``Record(rec)`` takes a record object or a path to a record file."""
 
@@ -288,9 +314,13 @@ class Record:
 
     def _repr_html_(self) -> str:
         png = base64.b64encode(self.table()._repr_png_()).decode("ascii")
+        mismatch = "".join(
+            f"<br>the record's stored result differs: {html.escape(d)}"
+            for d in differences(self.rec, self.result)
+        )
         return (
             f"<div><b>{html.escape(result_summary(self.result))}</b> "
-            f'({self.num_decisions} decisions)<br><img src="data:image/png;base64,{png}" '
+            f'({self.num_decisions} decisions){mismatch}<br><img src="data:image/png;base64,{png}" '
             f'width="640">{self.ledger_html()}</div>'
         )
 
@@ -321,6 +351,7 @@ _TEMPLATE = """<!DOCTYPE html>
 </div>
 <div class="keys">keys: Left/Right one decision, PageUp/PageDown ten, Home/End</div>
 </header>
+__MISMATCH__
 <main>
 <section id="table"></section>
 <aside>
@@ -370,6 +401,7 @@ main{display:flex;gap:12px;padding:8px 12px}
 .bar{display:inline-block;height:9px;background:#4a7fc0}
 #ledger{border-collapse:collapse;font-size:13px}
 #ledger td,#ledger th{padding:2px 6px;border:1px solid #bbb;text-align:left}
+#mismatch{background:#f4c2b8;padding:4px 12px;font-size:14px}
 """
 
 _SCRIPT = r"""
@@ -557,6 +589,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--force", action="store_true", help="replace an existing page (never the record)"
     )
+    parser.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="write the page of a record whose stored result differs from its replay, with the "
+        "differences at its top",
+    )
     args = parser.parse_args(argv)
     out = args.out or args.record.with_suffix(".html")
     flag = "--out" if args.out else "the page next to RECORD"
@@ -564,11 +602,20 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     try:
-        rec = load(args.record)
-        html_page = page(rec, title=args.record.stem)
+        steps = replay_steps(load(args.record))
     except (RecordError, OSError) as err:
         print(f"{args.record}: error: {err}", file=sys.stderr)
         return 2
+    for d in steps["mismatch"]:
+        print(f"{args.record}: differs: {d}", file=sys.stderr)
+    if steps["mismatch"] and not args.allow_mismatch:
+        print(
+            f"{args.record}: not shown: its stored result differs from its replay; "
+            "--allow-mismatch writes the page anyway, with the differences at its top",
+            file=sys.stderr,
+        )
+        return 1
+    html_page = _html(steps, args.record.stem)
     try:
         write_text_atomic(out, html_page)
     except OSError as err:

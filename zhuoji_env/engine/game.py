@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +88,12 @@ class BatchGame:
 
     # ------------------------------------------------------------------ dealing
     def reset(self, seed: int | None = None) -> None:
-        """Start a new match in every game; ``seed`` keys every game's random stream."""
+        """Start a new match in every game; ``seed`` keys every game's random stream: ``None``
+        (fresh entropy) or a non-negative integer (numpy integers too), else ``ValueError``."""
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**63))
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
         self.seed = seed
         self._rngs = [np.random.default_rng([seed, i]) for i in range(self.batch_size)]
         self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int64)

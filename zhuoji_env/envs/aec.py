@@ -21,7 +21,8 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
 
 - ``rules``: a preset name (``"guiyang"``, ``"classic"``, ``"app"``), a record's rules object
   ``{"preset": ..., "overrides": {...}}``, or a :class:`zhuoji_env.Rules`; keyword ``switches``
-  (any switch of RULES.md 9, e.g. ``num_players=3, hands_per_game=8``) override it.
+  (any switch of RULES.md 9, e.g. ``num_players=3, hands_per_game=8``) override it; a keyword
+  that is neither an argument nor a switch raises ``ValueError`` listing both.
 - ``illegal_action``: ``"penalty"`` (default of ``env()``) or ``"raise"`` (default of
   ``raw_env``); see *Actions given and illegal actions*.
 - ``illegal_reward``: the offender's reward under ``"penalty"`` (default below).
@@ -188,6 +189,7 @@ from zhuoji_env.envs.common import (
     check_seat,
     check_seed,
     dealer_rows,
+    env_rules,
     hand_info,
     illegal_info,
     illegal_message,
@@ -235,7 +237,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         **switches: Any,
     ):
         super().__init__()
-        self.rules = Rules.make(rules, **switches)
+        self.rules = env_rules(raw_env, rules, switches)
         n = self.rules.num_players
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         check_seat("viewer", viewer, n)

@@ -29,6 +29,7 @@ environment's generator at every reset. :class:`RandomPolicy` is the uniformly r
 from __future__ import annotations
 
 import copy
+import inspect
 import numbers
 from collections.abc import Mapping
 from typing import Any
@@ -42,7 +43,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.state import State
 from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
-from zhuoji_env.rules import Rules
+from zhuoji_env.rules import SWITCHES, Rules
 from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, parse_tiles
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "check_seat",
     "check_seed",
     "dealer_rows",
+    "env_rules",
     "illegal_penalty",
     "hand_info",
     "illegal_info",
@@ -145,6 +147,21 @@ def match_game(game: BatchGame | None, rules: Rules, seed: int) -> BatchGame:
 
 
 # --------------------------------------------------------------------------- input checks
+def env_rules(owner: type, rules, switches: Mapping[str, Any]) -> Rules:
+    """``Rules.make(rules, **switches)`` for the constructor of ``owner``, whose extra keywords
+    are rule switches: a keyword that is neither an argument of ``owner`` nor a switch is
+    refused naming both lists."""
+    unknown = sorted(set(switches) - set(SWITCHES))
+    if unknown:
+        params = inspect.signature(owner).parameters.values()
+        own = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
+        raise ValueError(
+            f"{owner.__name__}: unknown keyword {unknown[0]!r}: neither an argument of "
+            f"{owner.__name__} ({', '.join(own)}) nor a rule switch ({', '.join(SWITCHES)})"
+        )
+    return Rules.make(rules, **switches)
+
+
 def _is_int(x) -> bool:
     """A Python or numpy integer (not a bool), or a 0-d integer array."""
     if isinstance(x, np.ndarray):

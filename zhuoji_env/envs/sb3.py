@@ -76,6 +76,7 @@ from zhuoji_env.envs.common import (
     check_opponent,
     check_seat,
     check_seed,
+    env_rules,
     illegal_info,
     illegal_message,
     illegal_penalty,
@@ -106,7 +107,7 @@ class SB3VecEnv(VecEnv):
         **switches: Any,
     ):
         num_envs = check_num_envs(num_envs)
-        self.rules = Rules.make(rules, **switches)
+        self.rules = env_rules(SB3VecEnv, rules, switches)
         n = self.rules.num_players
         check_seat("learner_seat", learner_seat, n)
         seed = check_seed(seed)

@@ -96,6 +96,7 @@ from zhuoji_env.envs.common import (
     check_seat,
     check_seed,
     dealer_rows,
+    env_rules,
     hand_info,
     illegal_info,
     illegal_message,
@@ -132,7 +133,7 @@ class SingleAgentEnv(gymnasium.Env):
         **switches: Any,
     ):
         super().__init__()
-        self.rules = Rules.make(rules, **switches)
+        self.rules = env_rules(SingleAgentEnv, rules, switches)
         n = self.rules.num_players
         check_seat("learner_seat", learner_seat, n)
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)

@@ -83,6 +83,7 @@ from zhuoji_env.envs.common import (
     check_reward,
     check_seed,
     dealer_rows,
+    env_rules,
     observation_box,
     wall_rows,
 )
@@ -133,7 +134,7 @@ class SelfPlayVecEnv:
         **switches: Any,
     ):
         num_envs = check_num_envs(num_envs)
-        self.rules = Rules.make(rules, **switches)
+        self.rules = env_rules(SelfPlayVecEnv, rules, switches)
         seed = check_seed(seed)
         self.num_envs = num_envs
         self.num_players = self.rules.num_players
