@@ -192,7 +192,7 @@ def test_a_node_refusing_its_flags_stops_the_other_at_once(tmp_path):
 
 def test_nodes_started_with_other_flags_are_stopped_before_training(tmp_path):
     port, out = _port(), tmp_path / "run"
-    argv = ["--total-decisions", str(UPDATE), "--out-dir", str(out)]
+    argv = ["--total-decisions", str(2 * UPDATE), "--out-dir", str(out)]
     other = [*TINY, *argv]
     other[other.index("--num-steps") + 1] = "32"
     (code0, _, err0), (code1, _, err1) = _finish(

@@ -941,3 +941,68 @@ def test_make_hour_and_scratch_train_into_a_new_folder_on_a_rerun(tmp_path):
     assert [c.split()[1] for c in (tmp_path / "calls.log").read_text().splitlines()] == [
         "training.ppo_selfplay"
     ]
+
+
+# --- the review of the training scripts' output: what a run says, and what it writes ---------
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses NaN and Infinity, which are not JSON (Python writes and reads
+    them by default)."""
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_run_says_what_it_trains_and_writes_no_nan_in_metrics(tmp_path, capsys):
+    """It used to start silently (100 decisions quietly became 96), and an evaluation of one
+    deal wrote its undefined interval as NaN in metrics.jsonl."""
+    run = tmp_path / "A"
+    argv = [*TINY, "--total-decisions", "100", "--out-dir", str(run), "--eval-opponents", "random"]
+    assert ppo_selfplay.main([*argv, "--eval-deals", "1", "--eval-every", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "training 96 decisions: 3 updates of 4 games x 8 steps (32 decisions each); the 100 "
+        "decisions asked for, rounded down to whole updates\n"
+    )
+    rows = [strict_json(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["decisions"] for r in rows] == [32, 64, 96]
+    assert rows[-1]["eval"]["random"]["margin_ci95"] == [None, None]
+    # a resume that would train nothing is refused, naming how far to go
+    resume = [*TINY, "--resume", str(run / "latest.pt"), "--out-dir", str(run)]
+    assert ppo_selfplay.main([*resume, "--total-decisions", "96"]) == 2
+    err = capsys.readouterr().err
+    assert "--total-decisions 96: the run ends at update 3" in err
+    assert "is update 3 already: pass at least 128 to train one more update" in err
+    assert ppo_selfplay.main([*resume, "--total-decisions", "128"]) == 0
+    assert "training 32 decisions: 1 update of 4 games x 8 steps" in capsys.readouterr().out
+
+
+class _Met(Exception):
+    """Raised where the processes would meet: nothing is started."""
+
+
+def test_more_processes_than_cores_warn_and_the_start_is_announced(tmp_path, capsys, monkeypatch):
+    """--processes 64 on two cores used to start without a word for 30 s and more."""
+    from training import distributed
+
+    def meet(place):
+        raise _Met
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(distributed, "_meet", meet)
+    argv = [*TINY, "--processes", "4", "--device", "cpu", "--out-dir", str(tmp_path / "run")]
+    with pytest.raises(_Met):
+        ppo_selfplay.main(argv)
+    out, err = capsys.readouterr()
+    assert err == (
+        "python -m training.ppo_selfplay: warning: --processes 4 exceeds the 2 usable CPU cores "
+        "of this machine; the processes will share them (one per core is best)\n"
+    )
+    assert out.startswith("starting 4 processes on this machine (--processes 4)")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
+    with pytest.raises(_Met):
+        ppo_selfplay.main(argv)
+    assert capsys.readouterr().err == ""  # one process per core: no warning

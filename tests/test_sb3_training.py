@@ -1,7 +1,10 @@
 """training.sb3_maskable's budget and model flags: --time-limit, --snapshot-minutes,
---net-arch, --norm-reward."""
+--net-arch, --norm-reward; and what a run prints and leaves behind."""
 
 from __future__ import annotations
+
+import json
+import tempfile
 
 import pytest
 
@@ -90,3 +93,33 @@ def test_bad_budget_and_model_flags_exit_2(flag, value, match, tmp_path, capsys)
         argv += ["--time-limit", "60"]
     rc = sb3_maskable.main(argv)
     assert rc == 2 and match in capsys.readouterr().err
+
+
+def test_a_run_says_what_it_trains_leaves_no_log_folder_and_prints_standard_json(
+    tmp_path, capsys, monkeypatch
+):
+    """Three findings of one review: 100 decisions asked for quietly became 128 (SB3 rounds up
+    to whole rollouts; the run now rounds down, as ppo_selfplay does, and says so); every
+    learn() left an empty SB3-<time> folder in the temporary folder (SB3's default logger); and
+    an evaluation of one deal printed its interval as NaN, which is not JSON."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    argv = ["--total-timesteps", "100", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32"]
+    argv += ["--eval-opponents", "random", "--eval-deals", "1", "--out-dir", str(tmp_path / "r")]
+    args = sb3_maskable.parse_args(sb3_maskable.Args, argv, "", sb3_maskable.PROG)
+    assert sb3_maskable.train(args)["decisions"] == 64
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "training 64 decisions of the learner: 1 rollout of 2 games x 32 steps (64 decisions "
+        "each); the 100 decisions asked for, rounded down to whole rollouts"
+    )
+    assert lines[-1].startswith(f"saved {tmp_path / 'r' / 'model.zip'}; margins {{")
+    margins = json.loads(lines[-1].split("; margins ", 1)[1], parse_constant=_not_json)
+    assert margins["random"]["ci95"] == [None, None]
+    assert not list(temp.glob("SB3-*"))  # (torch may leave its own folders there)
+
+
+def _not_json(name):
+    raise ValueError(f"{name} is not JSON")

@@ -21,7 +21,7 @@ from agents import RandomAgent, make_agent
 from agents.arena import run_arena
 from agents.ppo import HINT_START, PolicyNet, load_checkpoint
 from training import ppo_selfplay, sb3_maskable
-from training.cli import FlagError, bf16_from_flag, field_docs, parse_args
+from training.cli import FlagError, bf16_from_flag, field_docs, parse_args, plain
 from training.learner import fast_bf16
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
@@ -236,6 +236,29 @@ def test_help_shows_each_flags_docstring_default_and_the_command(script, capsys)
         assert shown in out, f.name
 
 
+HELPED = ["ppo_selfplay", "sb3_maskable", "demo", "curve", "ship_policy", "bench_learner"]
+HELPED += ["distill_search", "rllib_two_nodes", "bench_rllib", "rllib_ppo"]
+
+
+@pytest.mark.parametrize("name", HELPED)
+def test_help_shows_no_restructuredtext_markup(name, capsys):
+    """The descriptions come from the module docstrings, whose ``code`` and :func:`roles` used
+    to show as they are written."""
+    if name in ("rllib_ppo", "rllib_two_nodes"):
+        pytest.importorskip("ray.rllib", reason="Ray RLlib is not installed (make rllib)")
+    script = importlib.import_module(f"training.{name}")
+    with pytest.raises(SystemExit) as info:
+        script.main(["--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0 and len(out) > 300
+    assert not re.search(r"``|:\w+:`", out), re.search(r".*(``|:\w+:`).*", out)[0]
+
+
+def test_plain_drops_the_markup_and_keeps_the_words():
+    doc = "``--resume CKPT`` (:class:`~training.learner.ProcessGroup`, :mod:`agents.ppo`)"
+    assert plain(doc) == "--resume CKPT (ProcessGroup, agents.ppo)"
+
+
 def test_help_of_a_switch_names_its_default(capsys):
     out = _help(ppo_selfplay, capsys)
     assert "critic when it has one) (default --no-oracle-critic)" in out
@@ -339,7 +362,9 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys, monkeypatch):
     """``make demo``'s job with tiny settings: it trains, evaluates, plots and writes the arena.
     Run a second time (``runs/demo`` holds the first run), it writes to ``runs/demo-2`` and
     says so, leaving the first run as it was (it used to stop with an error that suggested
-    flags the demo does not have)."""
+    flags the demo does not have). It says at the start what it trains (the decisions asked for
+    rounded down to whole updates) and where, labels the margins' units, and ends naming the run
+    folder's files and the command that plays the fresh policy again."""
     from training import demo
 
     monkeypatch.chdir(tmp_path)
@@ -348,16 +373,7 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys, monkeypatch):
     earlier = {"metrics.jsonl": b'{"update": 1}\n', "latest.pt": b"x", "demo.png": b"y"}
     for name, data in earlier.items():
         (first / name).write_bytes(data)
-    argv = [
-        "--decisions",
-        "2048",
-        "--num-envs",
-        "8",
-        "--bc-decisions",
-        "1000",
-        "--deals",
-        "2",
-    ]
+    argv = ["--decisions", "2500", "--num-envs", "8", "--deals", "2"]
     assert demo.main(argv) == 0
     assert {p.name: p.read_bytes() for p in first.iterdir()} == earlier
     out = tmp_path / "runs" / "demo-2"
@@ -372,7 +388,18 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys, monkeypatch):
             assert lo <= cell["margin"] <= hi
     printed = capsys.readouterr().out
     assert "runs/demo holds an earlier demo, left as it is; this one goes to runs/demo-2" in printed
-    assert "learning curve and arena: runs/demo-2/demo.png" in printed and "minus rule" in printed
+    assert "demo: self-play PPO from scratch, run folder runs/demo-2; then ppo-guiyang" in printed
+    assert (
+        "training 2,048 decisions: 2 updates of 8 games x 128 steps (1,024 decisions each); the "
+        "2,500 decisions asked for, rounded down to whole updates"
+    ) in printed
+    assert "in points per hand [95% interval]; 2 duplicate deals" in printed
+    assert "minus rule" in printed
+    assert "runs/demo-2: checkpoints (latest.pt, update_<k>.pt), metrics.jsonl" in printed
+    assert "demo.png (learning curve and arena), arena.json" in printed
+    assert printed.rstrip().endswith(
+        "python -m agents.arena --agents ppo:runs/demo-2/latest.pt,rule --deals 2"
+    )
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
@@ -405,6 +432,12 @@ PPO_BAD_FLAGS = [
     (["--bc-agent", "rule", "--bc-smoothing", "1.5"], "--bc-smoothing 1.5: must be a number in"),
     (["--pool-agents", "rule,rul"], "--pool-agents 'rule,rul': unknown agent spec"),
     (["--bc-agent", "greedy", "--num-envs", "1"], "--num-envs 1: --bc-agent holds out"),
+    (["--bc-decisions", "1000"], "--bc-decisions 1000: sizes the cloning of --bc-agent, so it"),
+    (["--bc-epochs", "5"], "--bc-epochs 5: sizes the cloning of --bc-agent, so it needs --bc"),
+    (
+        ["--total-decisions", "100", "--num-envs", "8", "--num-steps", "16"],
+        "--total-decisions 100: below one update of --num-envs 8 x --num-steps 16 = 128 decisions",
+    ),
     (
         ["--resume", "GARBAGE"],
         "--resume .*garbage.pt.*not a PPO checkpoint, not written by torch.save",
@@ -456,6 +489,19 @@ SB3_BAD_FLAGS = [
     (["--rules", "{"], "--rules '{': not valid JSON"),
     (["--eval-opponents", "rule,x"], "--eval-opponents 'rule,x': unknown agent spec 'x'"),
     (["--device", "tpu"], "--device 'tpu': device 'tpu': must be one of auto, cpu, cuda"),
+    (
+        ["--batch-size", "7", "--n-envs", "2", "--n-steps", "3"],
+        "--batch-size 7: must be at most the rollout of --n-envs 2 x --n-steps 3 = 6 decisions",
+    ),
+    (
+        ["--batch-size", "4", "--n-envs", "2", "--n-steps", "3"],
+        "--batch-size 4: must divide the rollout of --n-envs 2 x --n-steps 3 = 6 decisions, e.g. "
+        "3 or 6 .*a single decision makes its advantages NaN",
+    ),
+    (
+        ["--total-timesteps", "5", "--n-envs", "2", "--n-steps", "3", "--batch-size", "2"],
+        "--total-timesteps 5: below one rollout \\(the rollout of --n-envs 2 x --n-steps 3 = 6",
+    ),
 ]
 if not torch.cuda.is_available():
     SB3_BAD_FLAGS += NO_CUDA
@@ -492,6 +538,13 @@ def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
         (["--deals", "0"], "--deals must be >= 1, got 0"),
         (["--num-envs", "100000000"], "--num-envs 100000000 needs about"),
         (["--deals", str(10**12)], "--deals 1000000000000 needs about"),
+        (["--bc-decisions", "1000"], "--bc-decisions 1000: sizes the cloning of --bc-agent"),
+        (
+            ["--long", "--decisions", "100"],
+            "--decisions 100 with --long (x 50 = 5,000): below one update of --num-envs 64 games "
+            "x 128 steps = 8,192 decisions (training runs whole updates): pass --decisions >= 164",
+        ),
+        (["--decisions", "1000", "--num-envs", "8"], "pass --decisions >= 1024"),
         (
             ["--out-dir", str(held)],
             f"--out-dir '{held}' holds an earlier run (metrics.jsonl, update_1.pt), which this "
@@ -505,6 +558,24 @@ def test_demo_checks_its_flags_before_any_work(tmp_path, capsys):
         assert set(re.findall(r"--[a-z][a-z-]*", err)) <= own, err
         assert not out.exists()
     assert sorted(p.name for p in held.iterdir()) == ["metrics.jsonl", "update_1.pt"]
+
+
+def test_demo_describes_the_shipped_policy_as_its_record_does(capsys):
+    """The demo's help said 75 minutes of PPO; the record says the stages' time limits and
+    decisions."""
+    from training import demo
+
+    record = json.loads((ROOT / "agents" / "policies" / "ppo-guiyang.json").read_text())
+    minutes = sum(
+        float(re.search(r"--time-limit (\S+)", s["command"])[1]) for s in record["stages"]
+    )
+    with pytest.raises(SystemExit):
+        demo.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    said = (
+        f"rule cloning and {minutes:.0f} minutes of PPO, {record['decisions'] / 1e6:.1f}M decisions"
+    )
+    assert said in out, said
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only fallback")
@@ -682,8 +753,8 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
     assert ckpt["obs_version"] == observation.VERSION_V2 == net.obs_version
     assert ckpt["obs_size"] == OBS_SIZE + observation.FEATURES_SIZE
     assert ckpt["critic"]["body.0.weight"].shape[1] == ckpt["obs_size"] + observation.HIDDEN_SIZE
-    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
-    del resume["bc_agent"]
+    no_clone = {k: v for k, v in common.items() if not k.startswith("bc_")}  # they need bc_agent
+    resume = dict(no_clone, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
     ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "features": False}))
     assert load_checkpoint(tmp_path / "latest.pt")[0].obs_version == observation.VERSION_V2
 
@@ -713,7 +784,7 @@ def test_features_run_trains_a_v2_network_that_derives_its_input(tmp_path):
     v1 = tmp_path / "v1"
     ppo_selfplay.train(
         ppo_selfplay.Args(
-            **{**common, "features": False, "bc_agent": "", "out_dir": str(v1)},
+            **{**no_clone, "features": False, "out_dir": str(v1)},
             total_decisions=16 * 32,
         )
     )
@@ -764,8 +835,8 @@ def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path
     assert ckpt["obs_size"] == INPUT_SIZES[VERSION_RULE]
     assert ckpt["critic"]["body.0.weight"].shape[1] == ckpt["obs_size"] + observation.HIDDEN_SIZE
     assert "--rule-hint" in ckpt["stages"][-1]["command"]
-    resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
-    del resume["bc_agent"]
+    no_clone = {k: v for k, v in common.items() if not k.startswith("bc_")}  # they need bc_agent
+    resume = dict(no_clone, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
     ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "rule_hint": False}))
     assert load_checkpoint(tmp_path / "latest.pt")[0].obs_version == VERSION_RULE
     res = run_arena([PPOAgent.load(tmp_path / "latest.pt"), "rule"], 2, seed=5, progress=False)
@@ -781,7 +852,7 @@ def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path
     v2 = tmp_path / "v2"
     ppo_selfplay.train(
         ppo_selfplay.Args(
-            **{**common, "rule_hint": False, "features": True, "bc_agent": "", "out_dir": str(v2)},
+            **{**no_clone, "rule_hint": False, "features": True, "out_dir": str(v2)},
             total_decisions=16 * 32,
         )
     )

@@ -22,10 +22,9 @@ others' gradients counts as ``update``), the CPU seconds are summed over the pro
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 
-from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag
+from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag, json_text, plain
 from training.ppo_selfplay import Args, train
 from zhuoji_env.machine import describe
 
@@ -81,7 +80,7 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m training.bench_learner", description=__doc__.split("\n\n")[0]
+        prog="python -m training.bench_learner", description=plain(__doc__.split("\n\n")[0])
     )
     p.add_argument("--updates", type=int, default=3)
     p.add_argument("--num-envs", type=int, default=256)
@@ -138,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     res["machine"] = describe()
     if a.json:
-        print(json.dumps(res))
+        print(json_text(res))
         return 0
     print(
         f"learner, {a.updates} updates of {a.num_envs} games x {a.num_steps} steps, "

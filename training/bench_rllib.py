@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+from training.cli import json_text, plain
+
 
 def run_ppo(a, processes: int) -> dict:
     from training.ppo_selfplay import Args, train
@@ -170,7 +172,7 @@ def run_one(a, spec: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m training.bench_rllib", description=__doc__.split("\n\n")[0]
+        prog="python -m training.bench_rllib", description=plain(__doc__.split("\n\n")[0])
     )
     p.add_argument("--runs", default="ppo:1,ppo:2,aec:1,aec:2,batched:1,batched:2")
     p.add_argument("--rounds", type=int, default=1)
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     if a.json:
-        print(json.dumps({"settings": vars(a), "results": results}))
+        print(json_text({"settings": vars(a), "results": results}))
     return 0
 
 

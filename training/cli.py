@@ -67,7 +67,7 @@ def parse_args(
     each flag's help is its field's docstring and default; ``prog`` names the command in the
     usage (e.g. ``python -m training.ppo_selfplay``)."""
     parser = argparse.ArgumentParser(
-        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog, description=plain(doc), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     docs = field_docs(cls)
     for f in dataclasses.fields(cls):
@@ -87,6 +87,28 @@ def parse_args(
             kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
             parser.add_argument(flag, type=kind, default=f.default, help=help_text)
     return cls(**vars(parser.parse_args(argv)))
+
+
+def plain(doc: str | None) -> str | None:
+    """A docstring as ``--help`` shows it: without the double backticks around code, and each
+    cross-reference role (``:func:``, ``:mod:``, ...) as its target's name (the last part only
+    after a ``~``, as Sphinx shows it)."""
+    if doc is None:
+        return None
+    doc = re.sub(
+        r":\w+(?::\w+)?:`(~?)([^`]+)`",
+        lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2],
+        doc,
+    )
+    return re.sub(r"``([^`]+)``", r"\1", doc)
+
+
+def json_text(obj, **kwargs) -> str:
+    """``json.dumps`` of ``obj`` as standard JSON: a NaN or infinite float (the interval of a
+    single deal) is written as null (:func:`agents.arena.standard_json`)."""
+    from agents.arena import standard_json
+
+    return json.dumps(standard_json(obj), allow_nan=False, **kwargs)
 
 
 def run_main(train: Callable, args, prog: str) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
+from training.cli import json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -128,7 +129,7 @@ def plot(rows: list[dict], opponent: str, deals: int, path: Path, title: str) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.curve",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dirs", nargs="+", help="run folders (--out-dir of ppo_selfplay)")
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(rows, a.opponent, a.deals, out, a.title)
     write_text_atomic(
         out.with_suffix(".json"),
-        json.dumps({"opponent": a.opponent, "deals": a.deals, "seed": a.seed, "points": rows})
+        json_text({"opponent": a.opponent, "deals": a.deals, "seed": a.seed, "points": rows})
         + "\n",
     )
     print(f"wrote {out} and {out.with_suffix('.json')}")

@@ -5,11 +5,13 @@ shipped policy, the fresh one and the baselines.
 (about four minutes on two cores; small rollouts of 64 games and a high learning rate, so
 that the curve rises within them; ``--bc-agent rule`` clones ``rule`` first), evaluating
 it against ``random`` and ``greedy`` before the first update and along the way (by sampling and
-by argmax). Then the shipped guiyang policy (``ppo-guiyang``: rule cloning and 75 minutes of
-PPO, :mod:`agents.ppo`) and the fresh one each play ``rule``, ``greedy`` and ``random`` on the
-same ``--deals`` duplicate deals (two agents, every seating). It prints the margins per hand
-with 95% intervals and saves ``OUT_DIR/demo.png`` (the learning curve beside the margins) and
-``OUT_DIR/arena.json``, each whole or not at all. ``--long`` trains fifty times longer.
+by argmax). Then the shipped guiyang policy (``ppo-guiyang``: rule cloning and 140 minutes of
+PPO, 36.8M decisions; :mod:`agents.ppo`) and the fresh one each play ``rule``, ``greedy`` and
+``random`` on the same ``--deals`` duplicate deals (two agents, every seating). It prints the
+margins per hand with 95% intervals and saves ``OUT_DIR/demo.png`` (the learning curve beside
+the margins) and ``OUT_DIR/arena.json``, each whole or not at all. ``--long`` trains fifty
+times longer. Training runs whole updates of ``--num-envs`` games x 128 steps: ``--decisions``
+is rounded down to them, and refused below one.
 
 Nothing of an earlier demo is overwritten: when ``runs/demo`` (the default ``OUT_DIR``) holds
 one, a rerun goes to the first free ``runs/demo-2``, ``runs/demo-3``, ... and says so; an
@@ -19,13 +21,13 @@ one, a rerun goes to the first free ``runs/demo-2``, ``runs/demo-3``, ... and sa
 from __future__ import annotations
 
 import argparse
-import json
+import shlex
 from pathlib import Path
 
 from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import INPUT_SIZES, PPOAgent
-from training.cli import FlagError, check_arena_deals, file_names
+from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
 from zhuoji_env.limits import check_memory
@@ -130,7 +132,11 @@ def plot(history: list[dict], arena: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.demo", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m training.demo",
+        description=plain(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--decisions", type=int, default=700_000, help="decisions to train")
     parser.add_argument(
         "--bc-agent", default="", help="agent to clone before self-play ('': from scratch)"
@@ -139,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deals", type=int, default=300, help="final arena deals")
     parser.add_argument("--num-envs", type=int, default=64, help="games played in parallel")
     parser.add_argument(
-        "--bc-decisions", type=int, default=100_000, help="decisions of the cloned agent's play"
+        "--bc-decisions",
+        type=int,
+        default=100_000,
+        help="decisions of the cloned agent's play (with --bc-agent)",
     )
     parser.add_argument(
         "--out-dir",
@@ -151,7 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("deals", "decisions", "num_envs"):
         if getattr(a, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
-    decisions = a.decisions * (50 if a.long else 1)
+    if a.bc_decisions != parser.get_default("bc_decisions") and not a.bc_agent:
+        parser.error(
+            f"--bc-decisions {a.bc_decisions}: sizes the cloning of --bc-agent, so it needs "
+            "--bc-agent (e.g. --bc-agent rule)"
+        )
+    longer = 50 if a.long else 1
+    decisions = a.decisions * longer
     num_steps = 128
     per_update = a.num_envs * num_steps
     args = Args(
@@ -161,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         lr=1e-3,
         ent_coef=0.01,
         num_minibatches=4,
-        bc_agent=a.bc_agent,
-        bc_decisions=a.bc_decisions,
-        bc_epochs=4,
+        **(  # the cloning's sizes only with a clone: the trainer refuses them without
+            {"bc_agent": a.bc_agent, "bc_decisions": a.bc_decisions, "bc_epochs": 4}
+            if a.bc_agent
+            else {}
+        ),
         eval_every=max(1, decisions // (per_update * 6)),
         eval_deals=100,
         eval_opponents="random,greedy",
@@ -178,22 +195,41 @@ def main(argv: list[str] | None = None) -> int:
             memory_needed(args, INPUT_SIZES[input_version(args)]),
         )
         check_arena_deals(a.deals, Rules.make("guiyang"), "deals")
+        if decisions < per_update:
+            parser.error(
+                f"--decisions {a.decisions}"
+                + (f" with --long (x 50 = {decisions:,})" if a.long else "")
+                + f": below one update of --num-envs {a.num_envs} games x {num_steps} steps = "
+                f"{per_update:,} decisions (training runs whole updates): pass --decisions "
+                f">= {-(-per_update // longer)}"
+            )
         args.out_dir = str(out_folder(a.out_dir))
     except ValueError as exc:  # FlagError and limits.SizeError are ValueErrors
         parser.error(str(exc))
+    start = f"after cloning {a.bc_agent}" if a.bc_agent else "from scratch"
+    print(
+        f"demo: self-play PPO {start}, run folder {args.out_dir}; then {SHIPPED} and the "
+        f"fresh policy each play {', '.join(BASELINES)} on {a.deals} duplicate deals",
+        flush=True,
+    )
     try:
         out = train(args)
     except FlagError as exc:  # the flags passed on to the trainer, checked before any work
         parser.error(str(exc))
     fresh = PPOAgent.load(out["checkpoint"], seed=a.seed)
     arena = arenas({SHIPPED: shipped, "fresh ppo": fresh}, a.deals, a.seed + 7)
-    print(f"\n{a.deals} duplicate deals, every seating, guiyang:\n{margin_table(arena)}")
+    print(
+        f"\nmargin of each policy over each baseline, in points per hand [95% interval]; "
+        f"{a.deals} duplicate deals, every seating, guiyang:\n{margin_table(arena)}"
+    )
     out_dir = Path(args.out_dir)
     plot(out["history"], arena, out_dir / "demo.png")
-    write_text_atomic(out_dir / "arena.json", json.dumps(arena, indent=1))
+    write_text_atomic(out_dir / "arena.json", json_text(arena, indent=1))
     print(
-        f"\nlearning curve and arena: {out_dir / 'demo.png'}; arena: {out_dir / 'arena.json'}; "
-        f"environment share of training time: {out['env_seconds'] / out['seconds']:.0%}"
+        f"\n{out_dir}: checkpoints (latest.pt, update_<k>.pt), metrics.jsonl (a row per update), "
+        "demo.png (learning curve and arena), arena.json (the margins)\n"
+        "play the fresh policy again: python -m agents.arena --agents "
+        f"ppo:{shlex.quote(str(out_dir / 'latest.pt'))},rule --deals {a.deals}"
     )
     return 0
 

@@ -30,7 +30,6 @@ progress bar.
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,6 +58,7 @@ from training.cli import (
     check_flag_memory,
     check_out_dir,
     command_line,
+    json_text,
     parse_args,
     run_main,
     source_commit,
@@ -334,13 +334,13 @@ def train(args: Args) -> dict:
         "started": started,
         "distill": {"searched": len(data["search"]), "play_seconds": round(played, 1), **stats},
     }
-    print(json.dumps(stage["distill"], indent=1), flush=True)
+    print(json_text(stage["distill"], indent=1), flush=True)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     extra = {k: ckpt[k] for k in ("rules", "decisions") if k in ckpt}
     extra["stages"] = [*ckpt.get("stages", []), stage]
     write_atomic(out / "searched.npz", lambda tmp: save_arrays(tmp, data))
-    write_text_atomic(out / "distill.json", json.dumps({"args": asdict(args), **stage}, indent=1))
+    write_text_atomic(out / "distill.json", json_text({"args": asdict(args), **stage}, indent=1))
     save_checkpoint(out / CHECKPOINT, net, **extra)
     return stage
 

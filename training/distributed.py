@@ -76,6 +76,7 @@ from training.cli import (
     command_line,
     flag,
 )
+from zhuoji_env.machine import usable_cores
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -577,6 +578,8 @@ def data_parallel(args: Any, place: Place, job: Job) -> dict:
         if not place.holds_store:
             _tell(place, own_failure(place, exc))
         raise
+    if place.local == 0 and not place.torchrun:
+        announce(place, job.prog)
     store = _meet(place)
     place = dataclasses.replace(place, port=place.port or store.port)
     children: list = []
@@ -629,6 +632,28 @@ def data_parallel(args: Any, place: Place, job: Job) -> dict:
     if place.holds_store:  # the others' last calls reach the store
         _wait_count(store, "done", place.size, 60)
     return out
+
+
+def announce(place: Place, prog: str) -> None:
+    """Warn on stderr, as a node's first process starts its node's processes, when they
+    outnumber the usable cores (one process per core: more only share them); the run's first
+    node also says on stdout how many it starts (they take a while to start and meet; the
+    other nodes print nothing there, as in training)."""
+    cores = usable_cores()
+    if cores is not None and place.per_node > cores:
+        print(
+            f"{prog}: warning: --processes {place.per_node} exceeds the {cores} usable CPU "
+            f"core{'s' * (cores > 1)} of this machine; the processes will share them (one per "
+            "core is best)",
+            file=sys.stderr,
+            flush=True,
+        )
+    if place.rank == 0:
+        print(
+            f"starting {place.per_node} process{'es' * (place.per_node > 1)} on this machine "
+            f"({place.given}); they meet and join before training starts",
+            flush=True,
+        )
 
 
 def _cause(watch: Watch, place: Place, exc: BaseException) -> str | None:

@@ -40,11 +40,12 @@ variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run
 prints the share of wall time spent inside the environment.
 
 Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``--total-decisions``
-caps the run too; with neither, 2M decisions. The learning rate decays linearly to 0 over the
-run's progress, the larger of the share of the decisions trained and of the time budget spent
-(:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda`` picks where the
-network runs; ``--bf16 auto`` autocasts the update to bfloat16 where that is fast (a GPU, or a
-CPU with AMX; CPUs without bf16 units emulate it, far slower), and each
+caps the run too; with neither, 2M decisions. A run trains whole updates (the decisions rounded
+down; fewer than one update is refused) and says at its start how many. The learning rate decays
+linearly to 0 over the run's progress, the larger of the share of the decisions trained and of the
+time budget spent (:func:`progress`), so it ends where the run ends. ``--device auto|cpu|cuda``
+picks where the network runs; ``--bf16 auto`` autocasts the update to bfloat16 where that is fast (a
+GPU, or a CPU with AMX; CPUs without bf16 units emulate it, far slower), and each
 checkpoint's stage records whether it did. ``--processes P`` trains data-parallel on P CPU
 cores: each process plays ``num_envs / P`` of the games, and every minibatch is the union of
 the processes' minibatches, with its advantages normalised over the union and the gradient of
@@ -64,7 +65,6 @@ import copy
 import dataclasses
 import datetime
 import hashlib
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -103,6 +103,8 @@ from training.cli import (
     device_from_flag,
     drop_rows_after,
     file_names,
+    flag,
+    json_text,
     parse_args,
     remove_paths,
     rules_from_flag,
@@ -137,8 +139,8 @@ class Args:
     rules: str = "guiyang"
     """preset name, or a JSON rules object {"preset": ..., "overrides": {...}}"""
     total_decisions: int = 0
-    """decisions to train on, all seats together (0: 2,000,000 without --time-limit, no cap
-    with one)"""
+    """decisions to train on, all seats together, rounded down to whole updates of --num-envs x
+    --num-steps (at least one) (0: 2,000,000 without --time-limit, no cap with one)"""
     num_envs: int = 256
     """games played in lock-step"""
     num_steps: int = 128
@@ -316,6 +318,13 @@ def check_args(
             "save_every": INT_NON_NEGATIVE,
         },
     )
+    per_update = args.num_envs * args.num_steps
+    if 0 < args.total_decisions < per_update:
+        raise FlagError(
+            f"--total-decisions {args.total_decisions}: below one update of --num-envs "
+            f"{args.num_envs} x --num-steps {args.num_steps} = {per_update:,} decisions (the "
+            f"run trains whole updates): pass at least {per_update}, or 0"
+        )
     place = launch(args)
     one_node = not place.torchrun and args.nnodes == 1  # the messages as --processes alone
     if args.num_envs % place.size:
@@ -356,6 +365,12 @@ def check_args(
                 f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
                 "cloning, so it needs --num-envs >= 2"
             )
+    unused = [n for n in ("bc_decisions", "bc_epochs") if getattr(args, n) != getattr(Args, n)]
+    if unused and not args.bc_agent:
+        raise FlagError(
+            f"{flag(unused[0])} {getattr(args, unused[0])}: sizes the cloning of --bc-agent, "
+            "so it needs --bc-agent"
+        )
     if args.bc_sees_hint and not (args.bc_agent and args.rule_hint):
         raise FlagError(
             "--bc-sees-hint: shows rule's advice to the clone, so it needs --bc-agent and "
@@ -396,10 +411,10 @@ def check_args(
             )
         wanted = input_version(args)
         if wanted != VERSION and net.obs_version != wanted:
-            flag = "--rule-hint" if args.rule_hint else "--features"
+            given = "--rule-hint" if args.rule_hint else "--features"
             raise FlagError(
-                f"{flag}: --resume {args.resume!r} was trained on {net.obs_version}, and "
-                f"a resumed run keeps its observation version; drop {flag}"
+                f"{given}: --resume {args.resume!r} was trained on {net.obs_version}, and "
+                f"a resumed run keeps its observation version; drop {given}"
             )
         if args.oracle_critic and "critic" in ckpt:
             try:
@@ -414,6 +429,16 @@ def check_args(
             raise FlagError(
                 f"--resume {args.resume!r}: trained with --oracle-critic, whose network's own "
                 "value head was never trained; resume it with --oracle-critic"
+            )
+        num_updates = planned_updates(args)
+        done = ckpt.get("update", 0)
+        if num_updates is not None and done >= num_updates:
+            raise FlagError(
+                f"--total-decisions {args.total_decisions}"
+                + ("" if args.total_decisions else f" (no --time-limit: {DEFAULT_DECISIONS:,})")
+                + f": the run ends at update {num_updates} (updates of --num-envs x --num-steps "
+                f"= {per_update:,} decisions), and --resume {args.resume!r} is update {done} "
+                f"already: pass at least {(done + 1) * per_update} to train one more update"
             )
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
     hidden = resumed[0].hidden if resumed else args.hidden
@@ -556,6 +581,28 @@ def planned_updates(args: Args) -> int | None:
     ends the run). Without either flag the run trains ``DEFAULT_DECISIONS`` decisions."""
     total = args.total_decisions or (0 if args.time_limit else DEFAULT_DECISIONS)
     return max(1, total // (args.num_envs * args.num_steps)) if total else None
+
+
+def plan(args: Args, start_update: int = 0) -> str:
+    """The run's length, printed as it starts: the decisions it trains from update
+    ``start_update`` (a resumed run's) on, in whole updates (the decisions asked for rounded
+    down), or the minutes of its ``--time-limit``."""
+    per = args.num_envs * args.num_steps
+    size = f"of {args.num_envs} games x {args.num_steps} steps ({per:,} decisions each)"
+    num_updates = planned_updates(args)
+    if num_updates is None:
+        return f"training for {args.time_limit:g} minutes, in updates {size}"
+    count = num_updates - start_update
+    text = f"training {count * per:,} decisions: {count} update{'s' * (count > 1)} {size}"
+    if start_update:
+        text += f", continuing from update {start_update}"
+    asked = args.total_decisions or DEFAULT_DECISIONS
+    if asked % per:
+        what = "asked for" if args.total_decisions else "of the default"
+        text += f"; the {asked:,} decisions {what}, rounded down to whole updates"
+    if args.time_limit:
+        text += f"; fewer if --time-limit {args.time_limit:g} minutes end it first"
+    return text
 
 
 def progress(update: int, num_updates: int | None, elapsed: float, time_limit: float) -> float:
@@ -848,6 +895,8 @@ def run(
         elif lead:  # the oracle critic switched on: its parameters are another group
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
+    if lead:
+        print(plan(args, start_update), flush=True)
     run_start = time.perf_counter()
     bf16 = bf16_from_flag(args.bf16, device)
     stage = {
@@ -863,6 +912,7 @@ def run(
     clone = demos = None
     if args.bc_agent and not resumed:
         if lead:
+            print(f"cloning {args.bc_agent} on {args.bc_decisions:,} decisions", flush=True)
             demos = demonstrations(net, args, rules)
             fit = clone_agent(net, args, demos)
             stage["bc_held_out_accuracy"] = fit["held_out_accuracy"]
@@ -1039,7 +1089,7 @@ def run(
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}")
             history.append(row)
-        append_text_atomic(metrics, json.dumps(row) + "\n")
+        append_text_atomic(metrics, json_text(row) + "\n")
         if bar is not None:
             bar.update(1)
         if last:

@@ -36,7 +36,6 @@ rows of ``metrics.jsonl`` that its checkpoint never reached (:func:`drop_metrics
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 import sys
@@ -56,6 +55,7 @@ from training.cli import (
     check_out_dir,
     drop_rows_after,
     file_names,
+    json_text,
     parse_args,
     remove_paths,
     rules_from_flag,
@@ -482,7 +482,7 @@ def train(args: Args) -> dict:
                 args.reward_scale,
             )
             rows.append(row)
-            append_text_atomic(metrics, json.dumps(row) + "\n")
+            append_text_atomic(metrics, json_text(row) + "\n")
             seats = " ".join(f"{a[-1]}:{v:+.2f}" for a, v in row["seat_returns"].items())
             print(
                 f"iteration {row['iteration']}: {row['decisions']:,} decisions "
@@ -500,9 +500,9 @@ def train(args: Args) -> dict:
                 )
             if done:
                 break
-        write_text_atomic(out_dir / "args.json", json.dumps(dataclasses.asdict(args), indent=1))
+        write_text_atomic(out_dir / "args.json", json_text(dataclasses.asdict(args), indent=1))
         layout = cluster_layout(algo)
-        write_text_atomic(out_dir / "cluster.json", json.dumps(layout, indent=1))
+        write_text_atomic(out_dir / "cluster.json", json_text(layout, indent=1))
     finally:
         algo.stop()
         if started_ray:

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from training.cli import FlagError
+from training.cli import FlagError, json_text, plain
 from training.rllib_ppo import LOCAL_IP as LOOPBACK
 from zhuoji_env.fileio import unused_path
 
@@ -235,7 +235,7 @@ def simulate(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.rllib_two_nodes",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out-dir", default="runs/rllib_two_nodes")
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except FlagError as exc:
         parser.error(str(exc))
-    print(json.dumps({"layout": out["layout"], "checks": out["checks"]}, indent=1))
+    print(json_text({"layout": out["layout"], "checks": out["checks"]}, indent=1))
     failed = [name for name, ok in out["checks"].items() if not ok]
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)

@@ -15,7 +15,8 @@ naming it.
 
 from __future__ import annotations
 
-import json
+import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from training.cli import (
     check_flag_memory,
     check_out_dir,
     device_from_flag,
+    json_text,
     parse_args,
     rules_from_flag,
     run_main,
@@ -61,7 +63,8 @@ class Args:
     opponent: str = "rule"
     """agent spec playing the other seats (rule, greedy, random, ppo:PATH, ...)"""
     total_timesteps: int = 50_000
-    """decisions of the learner to train on (the most: --time-limit may stop it earlier)"""
+    """decisions of the learner to train on, rounded down to whole rollouts of --n-envs x
+    --n-steps (at least one; the most: --time-limit may stop it earlier)"""
     time_limit: float = 0.0
     """minutes of training after which learning stops at the end of a rollout (0: none)"""
     snapshot_minutes: str = ""
@@ -77,7 +80,7 @@ class Args:
     n_steps: int = 16
     """steps of every game per rollout"""
     batch_size: int = 1024
-    """minibatch size of the update"""
+    """minibatch size of the update; must divide the rollout of --n-envs x --n-steps"""
     lr: float = 3e-4
     """Adam learning rate"""
     ent_coef: float = 0.01
@@ -133,11 +136,36 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     taken = [
         snapshot_path(args.out_dir, m) for m in snapshots(args.snapshot_minutes, args.time_limit)
     ]
-    if args.n_envs * args.n_steps < 2:
+    rollout = args.n_envs * args.n_steps
+    if rollout < 2:
         raise FlagError(
             f"--n-envs {args.n_envs} x --n-steps {args.n_steps}: a rollout needs at least 2 steps"
         )
     check_flag_memory(f"--n-envs {args.n_envs} x --n-steps {args.n_steps}", memory_needed(args))
+    of_rollout = (
+        f"the rollout of --n-envs {args.n_envs} x --n-steps {args.n_steps} = {rollout:,} decisions"
+    )
+    if args.total_timesteps < rollout:
+        raise FlagError(
+            f"--total-timesteps {args.total_timesteps}: below one rollout ({of_rollout}; "
+            f"training runs whole rollouts): pass at least {rollout}"
+        )
+    if args.batch_size > rollout:
+        raise FlagError(
+            f"--batch-size {args.batch_size}: must be at most {of_rollout} (each update splits "
+            "the rollout into minibatches of this size)"
+        )
+    if rollout % args.batch_size:
+        near = [d for d in divisors(rollout) if d >= 2]
+        below = max((d for d in near if d < args.batch_size), default=None)
+        above = min(d for d in near if d > args.batch_size)
+        nearest = " or ".join(str(d) for d in (below, above) if d is not None)
+        raise FlagError(
+            f"--batch-size {args.batch_size}: must divide {of_rollout}, e.g. {nearest} "
+            f"(MaskablePPO would train on a last minibatch of {rollout % args.batch_size} in "
+            "every pass, without a warning, and one of a single decision makes its "
+            "advantages NaN)"
+        )
     rules = rules_from_flag(args.rules)
     check_agent_specs(args.opponent, "opponent", rules)
     check_agent_specs(args.eval_opponents, "eval_opponents", rules, allow_empty=True)
@@ -193,6 +221,12 @@ def make_env(args: Args, rules: Rules):
 
         return DummyVecEnv([one(i) for i in range(args.n_envs)])
     raise ValueError(f"--env must be 'vec' or 'single', got {args.env!r}")
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` >= 1, increasing."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
 
 
 def layers(net_arch: str) -> list[int]:
@@ -269,10 +303,29 @@ def clock(time_limit: float, snapshot_minutes: list[float], out_dir: str, taken:
     return Clock()
 
 
+def plan(args: Args) -> str:
+    """The run's length, printed as it starts: the learner's decisions it trains, in whole
+    rollouts (the decisions asked for rounded down)."""
+    rollout = args.n_envs * args.n_steps
+    count = args.total_timesteps // rollout
+    text = (
+        f"training {count * rollout:,} decisions of the learner: {count} "
+        f"rollout{'s' * (count > 1)} of {args.n_envs} games x {args.n_steps} steps "
+        f"({rollout:,} decisions each)"
+    )
+    if args.total_timesteps % rollout:
+        asked = f"{args.total_timesteps:,} decisions asked for"
+        text += f"; the {asked}, rounded down to whole rollouts"
+    if args.time_limit:
+        text += f"; fewer if --time-limit {args.time_limit:g} minutes end it first"
+    return text
+
+
 def train(args: Args) -> dict:
     """Train, save and evaluate; every flag is checked first (:func:`check_args`)."""
     rules, device = check_args(args)
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import HumanOutputFormat, Logger
 
     torch.set_num_threads(args.torch_threads)
     env = make_env(args, rules)
@@ -295,10 +348,14 @@ def train(args: Args) -> dict:
         verbose=args.verbose,
         device=device,
     )
+    # SB3's default logger makes a folder /tmp/SB3-<time> at each learn(), even to log nothing
+    model.set_logger(Logger(None, [HumanOutputFormat(sys.stdout)] if args.verbose else []))
+    rollout = args.n_envs * args.n_steps
+    print(plan(args), flush=True)
     start = time.monotonic()
     taken: list = []
     callback = clock(args.time_limit, snapshots(args.snapshot_minutes, 0), args.out_dir, taken)
-    model.learn(total_timesteps=args.total_timesteps, callback=callback)
+    model.learn(total_timesteps=args.total_timesteps // rollout * rollout, callback=callback)
     seconds = time.monotonic() - start
     print(f"trained {model.num_timesteps:,} decisions in {seconds:.0f} s")
     out = Path(args.out_dir)
@@ -312,7 +369,7 @@ def train(args: Args) -> dict:
         print(res.table())
         margin, ci = res.margin("sb3", opp)
         results[opp] = {"margin": margin, "ci95": ci}
-    print(f"saved {out / MODEL}; margins {json.dumps(results)}")
+    print(f"saved {out / MODEL}; margins {json_text(results)}")
     return {
         "model": str(out / MODEL),
         "decisions": int(model.num_timesteps),

@@ -30,7 +30,7 @@ from pathlib import Path
 from agents.arena import against_each
 from agents.ppo import POLICY_DIR, load_checkpoint, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
-from training.cli import check_out_dir
+from training.cli import check_out_dir, json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -174,7 +174,7 @@ def arena_tables(path: Path, name: str, rules: Rules, deals: int, seed: int, wor
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.ship_policy",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--checkpoint", required=True, help="a training.ppo_selfplay checkpoint")
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 "against": arena,
             },
         }
-        write_text_atomic(json_new, json.dumps(record, indent=1) + "\n")
+        write_text_atomic(json_new, json_text(record, indent=1) + "\n")
     except BaseException:
         pt_new.unlink(missing_ok=True)
         json_new.unlink(missing_ok=True)

@@ -32,6 +32,14 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def usable_cores() -> int | None:
+    """The CPU cores this process may run on (its affinity where the system reports one, else
+    the machine's count); None where neither is known."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
 def describe() -> dict[str, object]:
     """The CPU, usable cores, operating system and library versions of this process, and the
     commit of its code (:func:`code_version`).
@@ -44,10 +52,9 @@ def describe() -> dict[str, object]:
     gpu = None
     if cuda is not None and cuda.is_initialized():
         gpu = cuda.get_device_name(cuda.current_device())
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu": cpu_model(),
-        "cores": usable,
+        "cores": usable_cores(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
