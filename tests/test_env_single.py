@@ -212,9 +212,11 @@ def test_render_from_the_learners_seat():
 
 def test_maskable_ppo_smoke(one_torch_thread):
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import Logger
 
     env = SingleAgentEnv(hands_per_game=2)
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0)
+    model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-* folder
     model.learn(total_timesteps=256)
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)

@@ -235,9 +235,11 @@ def test_sb3_vec_env_batched_opponent():
 
 def test_maskable_ppo_smoke_on_sb3_vec_env(one_torch_thread):
     from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.logger import Logger
 
     env = _sb3(num_envs=4, seed=0, hands_per_game=2, learner_seat=None)
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.set_logger(Logger(None, []))  # SB3's default logger makes a /tmp/SB3-* folder
     model.learn(total_timesteps=512)
     assert model.num_timesteps >= 512
 
