@@ -816,7 +816,7 @@ def test_oracle_draws_widen_the_critic_and_a_resume_must_match_them(tmp_path):
             ppo_selfplay.check_args(ppo_selfplay.Args(**{**resume, "oracle_draws": draws}))
 
 
-def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path):
+def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path, capsys):
     """--rule-hint: cloning, the oracle critic and the pool take v2+rule inputs, the checkpoint
     says so and its agent plays; a resume keeps it; a v2 checkpoint with --rule-hint, or this one
     with --features alone, is refused."""
@@ -837,7 +837,10 @@ def test_rule_hint_run_trains_a_v2_rule_network_and_resumes_only_as_one(tmp_path
     assert "--rule-hint" in ckpt["stages"][-1]["command"]
     no_clone = {k: v for k, v in common.items() if not k.startswith("bc_")}  # they need bc_agent
     resume = dict(no_clone, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
-    ppo_selfplay.train(ppo_selfplay.Args(**{**resume, "rule_hint": False}))
+    capsys.readouterr()
+    same_flags = {**resume, "rule_hint": False, "bc_agent": "rule", "bc_decisions": 512}
+    ppo_selfplay.train(ppo_selfplay.Args(**same_flags))  # the first run's flags, and --resume
+    assert "--bc-agent rule: not cloned again, the run is resumed" in capsys.readouterr().out
     assert load_checkpoint(tmp_path / "latest.pt")[0].obs_version == VERSION_RULE
     res = run_arena([PPOAgent.load(tmp_path / "latest.pt"), "rule"], 2, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12

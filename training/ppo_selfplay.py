@@ -921,6 +921,8 @@ def run(
             group.broadcast_parameters(net)
     elif args.bc_coef and lead:  # resumed: the demonstrations again, without refitting
         demos = demonstrations(net, args, rules)
+    elif args.bc_agent and lead:
+        print(f"--bc-agent {args.bc_agent}: not cloned again, the run is resumed", flush=True)
     if args.bc_coef and lead:
         rows = max(1, args.num_envs * args.num_steps // args.num_minibatches // 4)
         clone = CloneLoss(demos, args.bc_coef, rows, np.random.default_rng([args.seed, 7]))
