@@ -361,6 +361,15 @@ def run_chunk(
 
 
 # --------------------------------------------------------------------------- statistics
+def interval_text(ci, digits: int = 3) -> str:
+    """An interval as tables print it, ``[-0.123, +0.456]``; ``n/a (one deal)`` where it is
+    undefined (NaN: a mean over a single deal has no interval)."""
+    lo, hi = ci
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return "n/a (one deal)"
+    return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
 def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t confidence interval of independent samples ``x``.
 
@@ -469,10 +478,6 @@ class ArenaResult:
             **self.extra,
         }
 
-    def _ci(self, ci: list[float]) -> str:
-        """An interval as the table prints it: undefined (n/a) with one deal."""
-        return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if self.deals > 1 else "n/a (one deal)"
-
     def table(self) -> str:
         s = self.summary()
         w = max(8, *(len(x) for x in self.labels))
@@ -483,7 +488,7 @@ class ArenaResult:
         lines = [head, "-" * len(head)]
         for label, a in s["agents"].items():
             lines.append(
-                f"{label:<{w}} {a['hands']:>7} {a['mean']:>+8.3f} {self._ci(a['ci95']):>19} "
+                f"{label:<{w}} {a['hands']:>7} {a['mean']:>+8.3f} {interval_text(a['ci95']):>19} "
                 f"{100 * a['win_rate']:>6.1f} {100 * a['self_draw_rate']:>6.1f} "
                 f"{100 * a['deal_in_rate']:>7.1f} {a['win_value']:>7.2f} "
                 f"{a['kongs_per_hand']:>6.3f} {a['chickens_per_hand']:>7.3f} "
@@ -496,7 +501,7 @@ class ArenaResult:
             for key, p in s["pairs"].items():
                 verdict = "significant" if p["significant"] else "not significant"
                 lines.append(
-                    f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI {self._ci(p['ci95'])}"
+                    f"  {key:<{pw}} {p['mean']:>+8.3f}  95% CI {interval_text(p['ci95'])}"
                     + (f"  {verdict}" if self.deals > 1 else "")
                 )
         lines.append("")

@@ -967,6 +967,7 @@ def test_a_run_says_what_it_trains_and_writes_no_nan_in_metrics(tmp_path, capsys
         "training 96 decisions: 3 updates of 4 games x 8 steps (32 decisions each); the 100 "
         "decisions asked for, rounded down to whole updates\n"
     )
+    assert "vs random: margin" in out and "n/a (one deal)" in out and "nan" not in out
     rows = [strict_json(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["decisions"] for r in rows] == [32, 64, 96]
     assert rows[-1]["eval"]["random"]["margin_ci95"] == [None, None]

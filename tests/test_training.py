@@ -397,9 +397,12 @@ def test_demo_smoke(tmp_path, one_torch_thread, capsys, monkeypatch):
     assert "minus rule" in printed
     assert "runs/demo-2: checkpoints (latest.pt, update_<k>.pt), metrics.jsonl" in printed
     assert "demo.png (learning curve and arena), arena.json" in printed
-    assert printed.rstrip().endswith(
-        "python -m agents.arena --agents ppo:runs/demo-2/latest.pt,rule --deals 2"
-    )
+    replay = printed.rstrip().splitlines()[-1]
+    assert replay.startswith("play the fresh policy again: ")
+    python, command = replay.removeprefix("play the fresh policy again: ").split(" ", 1)
+    assert Path(python).resolve() == Path(sys.executable).resolve()  # this interpreter, typable
+    # the demo's arena seed (its --seed 1, + 7), so that the command replays the table's games
+    assert command == "-m agents.arena --agents ppo:runs/demo-2/latest.pt,rule --deals 2 --seed 8"
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
@@ -417,7 +420,9 @@ PPO_BAD_FLAGS = [
     (["--rules", '{"preset": "guiyang",'], "--rules .*not valid JSON"),
     (["--rules", '{"preset": "guiyang", "overrides": {"nosuch": 1}}'], "unknown switch"),
     (["--eval-opponents", "rule,randon"], "--eval-opponents 'rule,randon': unknown agent spec"),
-    (["--eval-opponents", ","], "--eval-opponents ',': needs at least one agent spec"),
+    (["--eval-opponents", "rule,,greedy"], "--eval-opponents 'rule,,greedy': item 2 is empty"),
+    (["--pool-agents", ",rule"], "--pool-agents ',rule': item 1 is empty"),
+    (["--eval-opponents", ","], "--eval-opponents ',': no agent spec given"),
     (["--bc-agent", "greedyy"], "--bc-agent 'greedyy': unknown agent spec"),
     (["--bc-coef", "0.5"], "--bc-coef 0.5: keeps cloning .*so it needs --bc-agent"),
     (["--bc-agent", "rule", "--bc-coef", "-1"], "--bc-coef -1.0: must be a finite number >= 0"),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents import make_agent
+from agents.registry import split_specs
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.machine import git_output
@@ -170,7 +171,13 @@ def agent_specs(text: str) -> list[str]:
 
 
 def check_agent_specs(text: str, name: str, rules: Rules, allow_empty: bool = False) -> None:
-    """Every comma-separated agent spec of a flag names an agent that can be made."""
+    """Every comma-separated agent spec of a flag names an agent that can be made; an empty
+    item (``rule,,greedy``) is refused."""
+    if text.strip():
+        try:
+            split_specs(text, flag(name))
+        except ValueError as exc:
+            raise FlagError(str(exc)) from None
     specs = agent_specs(text)
     if not specs and not allow_empty:
         raise FlagError(f"{flag(name)} {text!r}: needs at least one agent spec")

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from pathlib import Path
 
 from agents import make_agent
-from agents.arena import against_each
+from agents.arena import against_each, interval_text
 from agents.ppo import INPUT_SIZES, PPOAgent
 from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
@@ -78,13 +79,22 @@ def arenas(agents: dict, deals: int, seed: int) -> dict:
     return out
 
 
+def python_command() -> str:
+    """This interpreter as the user can type it: relative to the working folder where it lies
+    below it (``.venv/bin/python`` under ``make demo``), else its full path."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return str(exe)
+
+
 def margin_table(arena: dict) -> str:
     """The arena's margins per hand, one row per agent, one column per baseline."""
     lines = [f"{'margin per hand':<16}" + "".join(f"{'minus ' + b:>26}" for b in BASELINES)]
     for label, row in arena.items():
         cells = "".join(
-            f"{row[b]['margin']:>+10.2f} [{row[b]['margin_ci95'][0]:+.2f}, "
-            f"{row[b]['margin_ci95'][1]:+.2f}]"
+            f"{row[b]['margin']:>+10.2f} {interval_text(row[b]['margin_ci95'], 2):<15}"
             for b in BASELINES
         )
         lines.append(f"{label:<16}{cells}")
@@ -228,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{out_dir}: checkpoints (latest.pt, update_<k>.pt), metrics.jsonl (a row per update), "
         "demo.png (learning curve and arena), arena.json (the margins)\n"
-        "play the fresh policy again: python -m agents.arena --agents "
-        f"ppo:{shlex.quote(str(out_dir / 'latest.pt'))},rule --deals {a.deals}"
+        f"play the fresh policy again: {shlex.quote(python_command())} -m agents.arena --agents "
+        f"ppo:{shlex.quote(str(out_dir / 'latest.pt'))},rule --deals {a.deals} "
+        f"--seed {a.seed + 7}"
     )
     return 0
 

@@ -74,7 +74,7 @@ import numpy as np
 import torch
 
 from agents import make_agent
-from agents.arena import against_each
+from agents.arena import against_each, interval_text
 from agents.ppo import (
     HINT_START,
     INPUT_SIZES,
@@ -223,9 +223,9 @@ class Args:
     bc_agent: str = ""
     """agent spec to imitate before PPO (behaviour cloning warm start; '' for none)"""
     bc_decisions: int = 200_000
-    """decisions of the imitated agent's self-play to clone"""
+    """decisions of the imitated agent's self-play to clone (with --bc-agent)"""
     bc_epochs: int = 3
-    """passes over the cloned decisions"""
+    """passes over the cloned decisions (with --bc-agent)"""
     bc_sees_hint: bool = False
     """with --rule-hint: the clone is fitted to the demonstrations with rule's advice in view
     (it then copies it exactly); by default the advice is blanked while cloning and its
@@ -586,7 +586,8 @@ def planned_updates(args: Args) -> int | None:
 def plan(args: Args, start_update: int = 0) -> str:
     """The run's length, printed as it starts: the decisions it trains from update
     ``start_update`` (a resumed run's) on, in whole updates (the decisions asked for rounded
-    down), or the minutes of its ``--time-limit``."""
+    down; the default's up to one update where one is larger), or the minutes of its
+    ``--time-limit``."""
     per = args.num_envs * args.num_steps
     size = f"of {args.num_envs} games x {args.num_steps} steps ({per:,} decisions each)"
     num_updates = planned_updates(args)
@@ -599,7 +600,8 @@ def plan(args: Args, start_update: int = 0) -> str:
     asked = args.total_decisions or DEFAULT_DECISIONS
     if asked % per:
         what = "asked for" if args.total_decisions else "of the default"
-        text += f"; the {asked:,} decisions {what}, rounded down to whole updates"
+        rounded = "up to one update" if asked < per else "down to whole updates"
+        text += f"; the {asked:,} decisions {what}, rounded {rounded}"
     if args.time_limit:
         text += f"; fewer if --time-limit {args.time_limit:g} minutes end it first"
     return text
@@ -797,9 +799,8 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
 def eval_message(ev: dict) -> str:
     """One line of an evaluation: each opponent's margin by sampling and by argmax."""
     return "  ".join(
-        f"vs {k}: margin {v['margin']:+.2f} [{v['margin_ci95'][0]:+.2f}, "
-        f"{v['margin_ci95'][1]:+.2f}], argmax {v['argmax_margin']:+.2f} "
-        f"[{v['argmax_margin_ci95'][0]:+.2f}, {v['argmax_margin_ci95'][1]:+.2f}]"
+        f"vs {k}: margin {v['margin']:+.2f} {interval_text(v['margin_ci95'], 2)}, argmax "
+        f"{v['argmax_margin']:+.2f} {interval_text(v['argmax_margin_ci95'], 2)}"
         for k, v in ev.items()
     )
 
