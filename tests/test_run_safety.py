@@ -981,6 +981,23 @@ def test_a_run_says_what_it_trains_and_writes_no_nan_in_metrics(tmp_path, capsys
     assert "training 32 decisions: 1 update of 4 games x 8 steps" in capsys.readouterr().out
 
 
+def test_a_diverged_update_is_warned_about_not_only_written_as_null(tmp_path, capsys, monkeypatch):
+    """metrics.jsonl writes a NaN loss as null (standard JSON), so the run says so on stderr."""
+    real = ppo_selfplay.ppo_update
+
+    def diverged(*args, **kwargs):
+        return {**real(*args, **kwargs), "loss/value": float("nan")}
+
+    monkeypatch.setattr(ppo_selfplay, "ppo_update", diverged)
+    argv = [*TINY, "--total-decisions", "64", "--out-dir", str(tmp_path / "A")]
+    assert ppo_selfplay.main(argv) == 0
+    err = capsys.readouterr().err
+    assert "warning: update 1: not finite: loss/value (the training has diverged" in err
+    assert "warning: update 2: not finite: loss/value" in err
+    rows = [strict_json(x) for x in (tmp_path / "A" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["train"]["loss/value"] for r in rows] == [None, None]
+
+
 class _Met(Exception):
     """Raised where the processes would meet: nothing is started."""
 

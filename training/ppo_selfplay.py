@@ -65,7 +65,9 @@ import copy
 import dataclasses
 import datetime
 import hashlib
+import math
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -1092,6 +1094,14 @@ def run(
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}")
             history.append(row)
+        broken = sorted(k for k, v in stats.items() if not math.isfinite(v))
+        if broken:  # metrics.jsonl holds them as null (standard JSON has no NaN)
+            print(
+                f"warning: update {update + 1}: not finite: {', '.join(broken)} (the training "
+                "has diverged; metrics.jsonl writes them as null)",
+                file=sys.stderr,
+                flush=True,
+            )
         append_text_atomic(metrics, json_text(row) + "\n")
         if bar is not None:
             bar.update(1)
