@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from json_helpers import strict_json
 
 from agents.ppo import PolicyNet, load_checkpoint, save_checkpoint
 from training import curve, ppo_selfplay, sb3_maskable, ship_policy
@@ -944,16 +945,6 @@ def test_make_hour_and_scratch_train_into_a_new_folder_on_a_rerun(tmp_path):
 
 
 # --- the review of the training scripts' output: what a run says, and what it writes ---------
-
-
-def strict_json(text: str):
-    """``json.loads`` that refuses NaN and Infinity, which are not JSON (Python writes and reads
-    them by default)."""
-
-    def refuse(name):
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
 
 
 def test_a_run_says_what_it_trains_and_writes_no_nan_in_metrics(tmp_path, capsys):

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 
 import pytest
+from json_helpers import strict_json
 
 from agents import make_agent
 from training import sb3_maskable
@@ -116,7 +116,7 @@ def test_a_run_says_what_it_trains_leaves_no_log_folder_and_prints_standard_json
         "each); the 100 decisions asked for, rounded down to whole rollouts"
     )
     assert lines[-1].startswith(f"saved {tmp_path / 'r' / 'model.zip'}; margins {{")
-    margins = json.loads(lines[-1].split("; margins ", 1)[1], parse_constant=_not_json)
+    margins = strict_json(lines[-1].split("; margins ", 1)[1])
     assert margins["random"]["ci95"] == [None, None]
     assert not list(temp.glob("SB3-*"))  # (torch may leave its own folders there)
 

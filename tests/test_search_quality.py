@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from json_helpers import strict_json
 
 from agents import make_agent, search_quality
 from agents.search import SearchAgent
@@ -114,10 +115,6 @@ def test_bad_flags_exit_2(argv, match, capsys):
     assert match in capsys.readouterr().err
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} in the JSON")
-
-
 def test_json_never_replaces_a_file_without_force_and_is_standard(tmp_path, capsys):
     """An existing --json FILE is refused before any play, and replaced with --force; one
     decision has no interval, written as null, not NaN."""
@@ -130,7 +127,7 @@ def test_json_never_replaces_a_file_without_force_and_is_standard(tmp_path, caps
     assert exc.value.code == 2 and out.read_text() == "keep\n"
     assert f"--json '{out}' exists: give another name, or --force" in capsys.readouterr().err
     assert search_quality.main([*argv, "--force"]) == 0
-    (row,) = json.loads(out.read_text(), parse_constant=_no_constant)["rows"]
+    (row,) = strict_json(out.read_text())["rows"]
     assert row["decisions"] == 1 and row["ci"] is None
 
 
