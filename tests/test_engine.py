@@ -327,13 +327,18 @@ def test_random_legal_is_uniform_over_legal_actions_and_never_illegal():
     assert counts[7] + counts[A.PASS] == 4000 and 1800 < counts[7] < 2200
 
 
-@pytest.mark.parametrize("seed", [-1, "a", 1.5, True, [1, 2]])
-def test_a_bad_seed_is_named(seed):
-    """``BatchGame`` and its ``reset`` say which seeds are allowed, not numpy's message."""
+@pytest.mark.parametrize(
+    "seed, error", [(-1, ValueError), ("a", TypeError), (1.5, TypeError), (True, TypeError),
+                    ([1, 2], TypeError)]
+)  # fmt: skip
+def test_a_bad_seed_is_named(seed, error):
+    """``BatchGame`` and its ``reset`` say which seeds are allowed, not numpy's message, with
+    the environments' rule (``check_seed``): a wrong type is a TypeError."""
     msg = f"seed must be None or a non-negative integer, got {seed!r}"
-    with pytest.raises(ValueError, match=re.escape(msg)):
+    with pytest.raises(error, match=re.escape(msg)):
         BatchGame("guiyang", 2, seed=seed)
     game = BatchGame("guiyang", 2, seed=np.int64(3))
     assert game.seed == 3
-    with pytest.raises(ValueError, match=re.escape(msg)):
+    assert BatchGame("guiyang", 2, seed=np.array(3)).seed == 3  # a 0-d array, as the envs take
+    with pytest.raises(error, match=re.escape(msg)):
         game.reset(seed)

@@ -59,6 +59,25 @@ class StepOutput:
     """``(game, record)`` of every hand that ended, when ``keep_records`` is on."""
 
 
+def is_integer(x) -> bool:
+    """A Python or numpy integer (not a bool), or a 0-d integer array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and np.issubdtype(x.dtype, np.integer)
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def check_seed(seed) -> int | None:
+    """A seed: ``None`` or a non-negative integer (numpy integers too), as an int;
+    ``TypeError`` for another type, ``ValueError`` for a negative one."""
+    if seed is None:
+        return None
+    if not is_integer(seed):
+        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
 class BatchGame:
     """A batch of seeded games of one ruleset.
 
@@ -89,11 +108,10 @@ class BatchGame:
     # ------------------------------------------------------------------ dealing
     def reset(self, seed: int | None = None) -> None:
         """Start a new match in every game; ``seed`` keys every game's random stream: ``None``
-        (fresh entropy) or a non-negative integer (numpy integers too), else ``ValueError``."""
+        (fresh entropy) or a non-negative integer (numpy integers too; :func:`check_seed`)."""
+        seed = check_seed(seed)
         if seed is None:
             seed = int(np.random.SeedSequence().entropy % (2**63))
-        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
         self.seed = seed
         self._rngs = [np.random.default_rng([seed, i]) for i in range(self.batch_size)]
         self.scores = np.zeros((self.batch_size, self.num_players), dtype=np.int64)

@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_seed, is_integer
 from zhuoji_env.engine.state import State
 from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
 from zhuoji_env.rules import SWITCHES, Rules
@@ -162,17 +162,10 @@ def env_rules(owner: type, rules, switches: Mapping[str, Any]) -> Rules:
     return Rules.make(rules, **switches)
 
 
-def _is_int(x) -> bool:
-    """A Python or numpy integer (not a bool), or a 0-d integer array."""
-    if isinstance(x, np.ndarray):
-        return x.ndim == 0 and np.issubdtype(x.dtype, np.integer)
-    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
-
-
 def as_action(action, who: str = "action") -> int:
     """``action`` as an int 0-85: an integer-like value is taken as that integer; anything else
     is a ``TypeError``, an integer out of range a ``ValueError`` (both name what was given)."""
-    if not _is_int(action):
+    if not is_integer(action):
         shape = f" of shape {action.shape}" if isinstance(action, np.ndarray) else ""
         raise TypeError(
             f"{who} must be an integer 0-{A.NUM_ACTIONS - 1} (int, numpy integer or 0-d integer "
@@ -218,20 +211,9 @@ def _n_actions(k: int) -> str:
     return "1 action" if k == 1 else f"{k} actions"
 
 
-def check_seed(seed) -> int | None:
-    """A seed option: ``None`` or a non-negative integer (numpy integers too), as an int."""
-    if seed is None:
-        return None
-    if not _is_int(seed):
-        raise TypeError(f"seed must be None or a non-negative integer, got {seed!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 def check_seat(name: str, seat, n: int) -> None:
     """A seat option must be a seat 0..n-1 or None."""
-    if seat is not None and (not _is_int(seat) or not 0 <= int(seat) < n):
+    if seat is not None and (not is_integer(seat) or not 0 <= int(seat) < n):
         raise ValueError(f"{name} must be a seat 0-{n - 1} or None, got {seat!r}")
 
 
@@ -336,7 +318,7 @@ def check_reward(value, name: str, positive: bool = False) -> float:
 
 def check_num_envs(num_envs) -> int:
     """``num_envs`` of a vector environment: an integer >= 1 (numpy integers too), as an int."""
-    if not _is_int(num_envs) or int(num_envs) < 1:
+    if not is_integer(num_envs) or int(num_envs) < 1:
         raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
     return int(num_envs)
 
