@@ -36,6 +36,7 @@ from zhuoji_env import belief, hands
 from zhuoji_env.engine import BatchGame, core
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.state import OPT_HU, TURN, State
+from zhuoji_env.limits import SizeError
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS
@@ -217,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rules = Rules.make(args.preset)
         player = make_agent(args.base, seed=args.seed, rules=rules)
+    except ValueError as exc:
+        parser.error(str(exc))
+    try:  # only a batch too large for this machine is the caller's; other errors are bugs
         readiness, danger = grades(
             args.tables,
             args.steps,
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             progress=not args.no_progress,
         )
-    except ValueError as exc:
+    except SizeError as exc:
         parser.error(str(exc))
     print("ready / one from ready, by discards in the other seat's river")
     print(table(readiness).to_string())
