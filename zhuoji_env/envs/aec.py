@@ -237,7 +237,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         **switches: Any,
     ):
         super().__init__()
-        self.rules = env_rules(raw_env, rules, switches)
+        self.rules = env_rules(raw_env, rules, switches, "zhuoji_env.env() / raw_env")
         n = self.rules.num_players
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         check_seat("viewer", viewer, n)

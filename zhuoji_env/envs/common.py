@@ -147,17 +147,18 @@ def match_game(game: BatchGame | None, rules: Rules, seed: int) -> BatchGame:
 
 
 # --------------------------------------------------------------------------- input checks
-def env_rules(owner: type, rules, switches: Mapping[str, Any]) -> Rules:
-    """``Rules.make(rules, **switches)`` for the constructor of ``owner``, whose extra keywords
-    are rule switches: a keyword that is neither an argument of ``owner`` nor a switch is
-    refused naming both lists."""
+def env_rules(owner: type, rules, switches: Mapping[str, Any], name: str | None = None) -> Rules:
+    """``Rules.make(rules, **switches)`` for the constructor of ``owner`` (called ``name`` in
+    messages, default its class name), whose extra keywords are rule switches: a keyword that is
+    neither an argument of ``owner`` nor a switch is refused naming both lists."""
     unknown = sorted(set(switches) - set(SWITCHES))
     if unknown:
+        name = name or owner.__name__
         params = inspect.signature(owner).parameters.values()
         own = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
         raise ValueError(
-            f"{owner.__name__}: unknown keyword {unknown[0]!r}: neither an argument of "
-            f"{owner.__name__} ({', '.join(own)}) nor a rule switch ({', '.join(SWITCHES)})"
+            f"{name}: unknown keyword {unknown[0]!r}: neither an argument of {name} "
+            f"({', '.join(own)}) nor a rule switch ({', '.join(SWITCHES)})"
         )
     return Rules.make(rules, **switches)
 
