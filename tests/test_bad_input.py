@@ -191,6 +191,25 @@ BAD_RESULTS = [
 ]
 
 
+@pytest.mark.parametrize("wrong, right", [("rule", "rules"), ("dealer_steak", "dealer_streak")])
+def test_a_misspelt_record_key_is_refused_not_defaulted(wrong, right):
+    """A misspelt key used to leave its field at the default: classic-1-zimo.json with "rule"
+    replayed under guiyang, deltas [19, -7, -6, -6] for the recorded [60, -20, -20, -20]."""
+    rec = sample("classic-1-zimo.json")
+    rec[wrong] = rec.pop(right)
+    del rec["result"]  # no stored result to compare with: the key alone must be caught
+    with pytest.raises(RecordError, match=f"unknown key {wrong!r}: a record holds \\['format'"):
+        replay(rec)
+
+
+def test_a_record_keeps_its_annotations_and_refuses_other_keys():
+    rec = sample("guiyang-1-zimo.json")
+    n = len(rec["actions"])
+    replay({**rec, "probs": [None] * n, "values": [None] * n, "agents": ["a", "b", "c", "d"]})
+    with pytest.raises(RecordError, match="unknown key 'comment'"):
+        replay({**rec, "comment": "hi"})
+
+
 @pytest.mark.parametrize(
     "change, message", [b[1:] for b in BAD_RESULTS], ids=[b[0] for b in BAD_RESULTS]
 )

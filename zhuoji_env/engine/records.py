@@ -93,13 +93,28 @@ def _seat(value: Any, n: int) -> bool:
     return _is_int(value) and 0 <= value < n
 
 
+RECORD_KEYS = ("format", "rules", "dealer", "dealer_streak", "wall", "actions", "result")
+"""The keys of a record (RULES.md 10); ``result`` is optional, as are ``format`` (this
+format), ``rules`` (guiyang) and ``dealer_streak`` (0)."""
+ANNOTATION_KEYS = ("probs", "values", "agents")
+"""Optional per-decision annotations a replay ignores and the viewer shows (``zhuoji_env.view``,
+written by ``agents.analysis``)."""
+
+
 def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tuple[int, int]]]:
     """Validate a record: ``(rules, wall, dealer, streak, [(seat, action index), ...])``.
 
-    A stored ``result`` is validated too (:func:`parse_result`).
+    A key outside :data:`RECORD_KEYS` and :data:`ANNOTATION_KEYS` is refused. A stored
+    ``result`` is validated too (:func:`parse_result`).
     """
     if not isinstance(rec, Mapping):
         raise RecordError(f"a record is a JSON object, got {type(rec).__name__}")
+    unknown = sorted(set(rec) - set(RECORD_KEYS) - set(ANNOTATION_KEYS))
+    if unknown:  # a misspelt "rules" would otherwise replay under the default preset
+        raise RecordError(
+            f"unknown key {unknown[0]!r}: a record holds {list(RECORD_KEYS)} (RULES.md 10), "
+            f"optionally with the annotations {list(ANNOTATION_KEYS)}"
+        )
     fmt = rec.get("format", FORMAT)
     if fmt != FORMAT:
         raise RecordError(f"unknown record format {fmt!r}: expected {FORMAT!r}")
