@@ -69,7 +69,7 @@ class Agent:
             raise ValueError("every mask row needs at least one legal action")
         if obs.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        out = np.asarray(self._act(obs, mask), dtype=np.int64)
+        out = checked_actions(self, self._act(obs, mask), mask)
         return int(out[0]) if single else out
 
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -79,13 +79,36 @@ class Agent:
         return f"{type(self).__name__}()"
 
 
+def checked_actions(agent, actions, mask: np.ndarray) -> np.ndarray:
+    """``actions`` as int64 ``[k]`` if they are ``k`` integers, each legal under ``mask``
+    ``[k, 86]``; otherwise ``ValueError`` naming ``agent`` and what it returned (a float
+    action is not rounded, an illegal one not replaced)."""
+    out = np.asarray(actions)
+    k = mask.shape[0]
+    if out.shape != (k,) or not (out.dtype.kind in "iu" or (k == 0 and out.dtype.kind == "f")):
+        raise ValueError(
+            f"agent {agent!r} returned actions of shape {out.shape} and dtype {out.dtype}: "
+            f"expected {k} integer actions, one per mask row"
+        )
+    out = out.astype(np.int64, copy=False)
+    bad = (out < 0) | (out >= A.NUM_ACTIONS)
+    bad[~bad] = ~mask[np.flatnonzero(~bad), out[~bad]]
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"agent {agent!r} returned the illegal action {int(out[row])} in row {row}; legal "
+            f"there: {np.flatnonzero(mask[row]).tolist()}"
+        )
+    return out
+
+
 def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -> np.ndarray:
     """``agent``'s actions for games ``g`` of ``st`` (``obs`` and ``mask`` are those games' acting
     seats' observations and masks): ``act``, or ``act_view`` with the public view of the games
-    for an agent that ``needs_view``."""
+    for an agent that ``needs_view``; checked (:func:`checked_actions`)."""
     if getattr(agent, "needs_view", False):
-        return agent.act_view(obs, mask, public_view(st, g))
-    return agent.act(obs, mask)
+        return checked_actions(agent, agent.act_view(obs, mask, public_view(st, g)), mask)
+    return checked_actions(agent, agent.act(obs, mask), mask)
 
 
 # --------------------------------------------------------------------------- decoding helpers

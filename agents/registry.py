@@ -51,8 +51,20 @@ AGENT_FACTORIES: dict[str, AgentFactory] = {}
 
 def register_agent(prefix: str, factory: AgentFactory, *, replace: bool = False) -> None:
     """Make ``prefix`` (and ``prefix:argument``) a valid spec for :func:`make_agent`."""
-    if not prefix or ":" in prefix or "," in prefix or "#" in prefix:
-        raise ValueError(f"bad agent prefix {prefix!r}: a non-empty name without ':', ',' or '#'")
+    if (
+        not isinstance(prefix, str)
+        or not prefix
+        or any(c in prefix for c in ":,#")
+        or any(c.isspace() for c in prefix)
+    ):
+        raise ValueError(
+            f"bad agent prefix {prefix!r}: a non-empty name without ':', ',', '#' or spaces"
+        )
+    if not callable(factory):
+        raise ValueError(
+            f"agent prefix {prefix!r}: the factory must be callable as factory(arg, seed=, "
+            f"rules=), got {type(factory).__name__}"
+        )
     if prefix in AGENT_FACTORIES and not replace:
         raise ValueError(f"agent prefix {prefix!r} is already registered (pass replace=True)")
     AGENT_FACTORIES[prefix] = factory
@@ -87,7 +99,15 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
             f"unknown agent spec {spec!r}: known agents {known_specs()} "
             "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt')"
         )
-    return factory(arg if sep else None, seed=seed, rules=rules)
+    agent = factory(arg if sep else None, seed=seed, rules=rules)
+    missing = [m for m in ("act", "reseed") if not callable(getattr(agent, m, None))]
+    if missing:
+        raise ValueError(
+            f"agent spec {spec!r}: its factory returned a {type(agent).__name__} without "
+            f"{' or '.join(missing)}(): an agent has act(obs, mask) and reseed(seed) "
+            "(subclass agents.base.Agent)"
+        )
+    return agent
 
 
 def on_device(spec: str, device: str) -> str:

@@ -309,11 +309,55 @@ def test_register_agent_hook():
         ):
             register_agent("fixedtest", lambda arg, seed=None, rules=None: Fixed(arg))
         with pytest.raises(
-            ValueError, match=r"^bad agent prefix 'a:b': a non-empty name without ':', ',' or '#'$"
+            ValueError,
+            match=r"^bad agent prefix 'a:b': a non-empty name without ':', ',', '#' or spaces$",
         ):
             register_agent("a:b", lambda arg, seed=None, rules=None: Fixed(arg))
     finally:
         AGENT_FACTORIES.pop("fixedtest", None)
+
+
+def test_a_bad_agent_is_named_not_trusted():
+    """Found by a probe: a prefix with spaces that make_agent can never reach, a factory that
+    is not callable or returns no agent, and actions that are floats (silently truncated),
+    of the wrong shape, or illegal (blamed on a seat, not the agent) were all let through."""
+    for prefix in (" rule", "rule ", "a b"):
+        with pytest.raises(ValueError, match="without ':', ',', '#' or spaces"):
+            register_agent(prefix, lambda arg, seed=None, rules=None: None)
+    with pytest.raises(ValueError, match="the factory must be callable .* got int"):
+        register_agent("fivetest", 5)
+
+    class Returns(Agent):
+        def __init__(self, out):
+            super().__init__(0)
+            self.out = out
+
+        def _act(self, obs, mask):
+            return self.out(mask)
+
+        def __repr__(self):
+            return "Returns()"
+
+    register_agent("objtest", lambda arg, seed=None, rules=None: object())
+    try:
+        with pytest.raises(ValueError, match="factory returned a object without act or reseed"):
+            make_agent("objtest")
+    finally:
+        AGENT_FACTORIES.pop("objtest", None)
+    obs = np.zeros((2, OBS_SIZE), np.float32)
+    mask = np.zeros((2, 86), bool)
+    mask[:, [3, 5]] = True
+    assert Returns(lambda m: m.argmax(-1)).act(obs, mask).tolist() == [3, 3]
+    cases = [
+        (lambda m: m.argmax(-1) + 0.7, "shape \\(2,\\) and dtype float64: expected 2 integer"),
+        (lambda m: np.zeros((2, 2), int), "shape \\(2, 2\\)"),
+        (lambda m: [3], "shape \\(1,\\)"),
+        (lambda m: np.array([3, 4]), "illegal action 4 in row 1; legal there: \\[3, 5\\]"),
+        (lambda m: np.array([99, 3]), "illegal action 99 in row 0"),
+    ]
+    for out, message in cases:
+        with pytest.raises(ValueError, match="^agent Returns\\(\\) returned .*" + message):
+            Returns(out).act(obs, mask)
 
 
 def _has_ray() -> bool:
