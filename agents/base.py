@@ -91,8 +91,7 @@ def checked_actions(agent, actions, mask: np.ndarray) -> np.ndarray:
             f"expected {k} integer actions, one per mask row"
         )
     out = out.astype(np.int64, copy=False)
-    bad = (out < 0) | (out >= A.NUM_ACTIONS)
-    bad[~bad] = ~mask[np.flatnonzero(~bad), out[~bad]]
+    bad = ~A.is_legal(mask, out)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise ValueError(
@@ -105,10 +104,12 @@ def checked_actions(agent, actions, mask: np.ndarray) -> np.ndarray:
 def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -> np.ndarray:
     """``agent``'s actions for games ``g`` of ``st`` (``obs`` and ``mask`` are those games' acting
     seats' observations and masks): ``act``, or ``act_view`` with the public view of the games
-    for an agent that ``needs_view``; checked (:func:`checked_actions`)."""
+    for an agent that ``needs_view``; checked (:func:`checked_actions`) where ``Agent.act`` has
+    not already checked them."""
     if getattr(agent, "needs_view", False):
         return checked_actions(agent, agent.act_view(obs, mask, public_view(st, g)), mask)
-    return checked_actions(agent, agent.act(obs, mask), mask)
+    actions = agent.act(obs, mask)
+    return actions if isinstance(agent, Agent) else checked_actions(agent, actions, mask)
 
 
 # --------------------------------------------------------------------------- decoding helpers

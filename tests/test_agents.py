@@ -18,7 +18,7 @@ from agents import (
     make_agent,
     register_agent,
 )
-from agents.base import P_RESPONSE, P_ROB, live_counts, phase, visible_counts
+from agents.base import P_RESPONSE, P_ROB, decide, live_counts, phase, visible_counts
 from agents.rule import poisson_sf
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
@@ -358,6 +358,16 @@ def test_a_bad_agent_is_named_not_trusted():
     for out, message in cases:
         with pytest.raises(ValueError, match="^agent Returns\\(\\) returned .*" + message):
             Returns(out).act(obs, mask)
+
+    class Duck:  # an agent by its methods alone (no Agent.act): decide checks its actions
+        def act(self, obs, mask):
+            return np.array([3, 4])
+
+        def __repr__(self):
+            return "Duck()"
+
+    with pytest.raises(ValueError, match="^agent Duck\\(\\) returned the illegal action 4"):
+        decide(Duck(), obs, mask, None, np.arange(2))
 
 
 def _has_ray() -> bool:

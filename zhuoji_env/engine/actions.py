@@ -70,6 +70,15 @@ def describe(action: int) -> str:
     return f"{name} {tile}" if tile else name
 
 
+def is_legal(mask: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """bool ``[k]``: whether each row's action is in range 0-85 and legal under its row of
+    ``mask`` ``[k, 86]`` (bool or 0/1)."""
+    ok = (actions >= 0) & (actions < NUM_ACTIONS)
+    rows = np.flatnonzero(ok)
+    ok[rows] = mask[rows, actions[rows]]
+    return ok
+
+
 def random_legal(rng: np.random.Generator, mask) -> np.ndarray:
     """A uniformly random legal action per mask row (``mask`` ``[..., 86]``, bool or 0/1): the
     argmax of uniform draws over the legal actions, shifted above zero so that an illegal action

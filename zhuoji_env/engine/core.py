@@ -421,11 +421,7 @@ def check_actions(st: State, actions: np.ndarray, active: np.ndarray | None = No
             i = int(np.flatnonzero(held & (actions != -1))[0])
             raise IllegalActionError(f"game {i} is not active in this step; pass -1 for it")
         live &= ~held
-    inrange = (actions >= 0) & (actions < A.NUM_ACTIONS)
-    ok = np.zeros_like(live)
-    idx = np.flatnonzero(live & inrange)
-    ok[idx] = st.mask[idx, actions[idx]]
-    bad = live & ~ok
+    bad = live & ~A.is_legal(st.mask, actions)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise IllegalActionError(
