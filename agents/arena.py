@@ -736,6 +736,23 @@ def standard_json(obj):
     return obj
 
 
+def json_text(obj, **kwargs) -> str:
+    """``json.dumps`` of ``obj`` as standard JSON: a NaN or infinite float (the interval of a
+    single deal) is written as null (:func:`standard_json`)."""
+    return json.dumps(standard_json(obj), allow_nan=False, **kwargs)
+
+
+def output_refusal(flag: str, path: str, force: bool) -> str | None:
+    """Why a command should not start with ``path`` as its output file ``flag``: it cannot be
+    written (:func:`unwritable`), or it exists and ``force`` is not given; None if it may."""
+    problem = unwritable(path)
+    if problem:
+        return f"{flag} {path!r}: {problem}"
+    if os.path.lexists(path) and not force:
+        return f"{flag} {path!r} exists: give another name, or --force to replace it"
+    return None
+
+
 def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> None:
     """Import each ``--plugin`` module (it may register agents); one that cannot be imported
     is a usage error naming it."""
@@ -809,14 +826,9 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--workers", args.workers), ("--chunk", args.chunk)):
         if value < 1:
             parser.error(f"{flag} must be >= 1, got {value}")
-    if args.json:
-        json_problem = unwritable(args.json)
-        if json_problem:
-            parser.error(f"--json {args.json!r}: {json_problem}")
-        if os.path.lexists(args.json) and not args.force:
-            parser.error(
-                f"--json {args.json!r} exists: give another name, or --force to replace it"
-            )
+    refusal = args.json and output_refusal("--json", args.json, args.force)
+    if refusal:
+        parser.error(refusal)
     import_plugins(parser, args.plugin)
     try:
         specs = split_specs(args.agents, "--agents")
@@ -838,8 +850,7 @@ def main(argv: list[str] | None = None) -> int:
     print(result.table())
     if args.json:
         try:  # whole or not at all: a temporary name beside FILE, then a rename
-            text = json.dumps(standard_json(result.summary()), indent=2, allow_nan=False)
-            write_text_atomic(args.json, text + "\n")
+            write_text_atomic(args.json, json_text(result.summary(), indent=2) + "\n")
         except OSError as err:
             parser.error(f"--json {args.json!r}: cannot write it ({err.strerror or err})")
         print(f"wrote {args.json}")

@@ -29,15 +29,13 @@ BASE without probabilities); an undefined number (an interval of one decision) i
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from agents.arena import standard_json, unwritable
+from agents.arena import json_text, output_refusal
 from agents.registry import make_agent
 from agents.search import (
     _LIMITS,
@@ -253,13 +251,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--unsure must be in (0, 1], got {args.unsure:g}")
         if args.seed < 0:
             raise ValueError(f"--seed must be a non-negative integer, got {args.seed}")
-        problem = args.json and unwritable(args.json)
-        if problem:
-            raise ValueError(f"--json {str(args.json)!r}: {problem}")
-        if args.json and os.path.lexists(args.json) and not args.force:
-            raise ValueError(
-                f"--json {str(args.json)!r} exists: give another name, or --force to replace it"
-            )
+        refusal = args.json and output_refusal("--json", str(args.json), args.force)
+        if refusal:
+            raise ValueError(refusal)
         specs = settings(args.settings, args.base, args.c, args.unsure)
         out = run(
             args.base,
@@ -285,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['gain']:+8.3f} {ci:>18s} {r['ms']:7.1f}"
         )
     if args.json:
-        write_text_atomic(args.json, json.dumps(standard_json(out), allow_nan=False) + "\n")
+        write_text_atomic(args.json, json_text(out) + "\n")
     return 0
 
 

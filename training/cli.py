@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents import make_agent
+from agents.arena import json_text as json_text  # the trainers' JSON writer
 from agents.registry import split_specs
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
@@ -102,14 +103,6 @@ def plain(doc: str | None) -> str | None:
         doc,
     )
     return re.sub(r"``([^`]+)``", r"\1", doc)
-
-
-def json_text(obj, **kwargs) -> str:
-    """``json.dumps`` of ``obj`` as standard JSON: a NaN or infinite float (the interval of a
-    single deal) is written as null (:func:`agents.arena.standard_json`)."""
-    from agents.arena import standard_json
-
-    return json.dumps(standard_json(obj), allow_nan=False, **kwargs)
 
 
 def run_main(train: Callable, args, prog: str) -> int:
