@@ -755,7 +755,8 @@ def output_refusal(flag: str, path: str, force: bool) -> str | None:
 
 def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> None:
     """Import each ``--plugin`` module (it may register agents); one that cannot be imported
-    is a usage error naming it."""
+    is a usage error naming it, and any other exception its import raises carries a note
+    naming it."""
     import importlib
 
     for module in modules:
@@ -763,6 +764,9 @@ def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> N
             importlib.import_module(module)
         except ImportError as exc:
             parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+        except Exception as exc:
+            exc.add_note(f"raised while importing --plugin {module!r}")
+            raise
 
 
 def main(argv: list[str] | None = None) -> int:

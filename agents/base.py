@@ -79,23 +79,35 @@ class Agent:
         return f"{type(self).__name__}()"
 
 
+def agent_label(agent) -> str:
+    """How errors name ``agent``: the spec :func:`agents.make_agent` made it from, else its
+    repr."""
+    spec = getattr(agent, "spec", None)
+    return repr(spec) if isinstance(spec, str) else repr(agent)
+
+
+class AgentActionError(ValueError):
+    """An agent returned actions that are not ``k`` legal integers (:func:`checked_actions`)."""
+
+
 def checked_actions(agent, actions, mask: np.ndarray) -> np.ndarray:
     """``actions`` as int64 ``[k]`` if they are ``k`` integers, each legal under ``mask``
-    ``[k, 86]``; otherwise ``ValueError`` naming ``agent`` and what it returned (a float
-    action is not rounded, an illegal one not replaced)."""
+    ``[k, 86]``; otherwise :class:`AgentActionError` naming ``agent`` and what it returned
+    (a float action is not rounded, an illegal one not replaced)."""
     out = np.asarray(actions)
     k = mask.shape[0]
+    name = agent_label(agent)
     if out.shape != (k,) or not (out.dtype.kind in "iu" or (k == 0 and out.dtype.kind == "f")):
-        raise ValueError(
-            f"agent {agent!r} returned actions of shape {out.shape} and dtype {out.dtype}: "
+        raise AgentActionError(
+            f"agent {name} returned actions of shape {out.shape} and dtype {out.dtype}: "
             f"expected {k} integer actions, one per mask row"
         )
     out = out.astype(np.int64, copy=False)
     bad = ~A.is_legal(mask, out)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"agent {agent!r} returned the illegal action {int(out[row])} in row {row}; legal "
+        raise AgentActionError(
+            f"agent {name} returned the illegal action {int(out[row])} in row {row}; legal "
             f"there: {np.flatnonzero(mask[row]).tolist()}"
         )
     return out
@@ -105,10 +117,16 @@ def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -
     """``agent``'s actions for games ``g`` of ``st`` (``obs`` and ``mask`` are those games' acting
     seats' observations and masks): ``act``, or ``act_view`` with the public view of the games
     for an agent that ``needs_view``; checked (:func:`checked_actions`) where ``Agent.act`` has
-    not already checked them."""
-    if getattr(agent, "needs_view", False):
-        return checked_actions(agent, agent.act_view(obs, mask, public_view(st, g)), mask)
-    actions = agent.act(obs, mask)
+    not already checked them. An exception the agent raises carries a note naming it."""
+    try:
+        if getattr(agent, "needs_view", False):
+            return checked_actions(agent, agent.act_view(obs, mask, public_view(st, g)), mask)
+        actions = agent.act(obs, mask)
+    except AgentActionError:
+        raise
+    except Exception as exc:
+        exc.add_note(f"raised by agent {agent_label(agent)} deciding {len(g)} game(s)")
+        raise
     return actions if isinstance(agent, Agent) else checked_actions(agent, actions, mask)
 
 

@@ -89,7 +89,8 @@ def split_specs(text: str, flag: str) -> list[str]:
 
 
 def make_agent(spec: str, seed=None, rules=None) -> Agent:
-    """The agent a spec names; ``seed`` seeds its random generator."""
+    """The agent a spec names; ``seed`` seeds its random generator. The agent keeps the spec as
+    ``agent.spec`` (where it takes attributes), which errors about it name."""
     if not isinstance(spec, str):
         raise ValueError(f"agent spec must be a string, got {type(spec).__name__}")
     prefix, sep, arg = spec.strip().partition(":")
@@ -107,6 +108,10 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
             f"{' or '.join(missing)}(): an agent has act(obs, mask) and reseed(seed) "
             "(subclass agents.base.Agent)"
         )
+    try:
+        agent.spec = spec.strip()
+    except AttributeError:
+        pass  # an object that takes no attributes is named by its repr in errors
     return agent
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -18,6 +19,7 @@ from agents import (
     make_agent,
     register_agent,
 )
+from agents.arena import run_arena
 from agents.base import P_RESPONSE, P_ROB, decide, live_counts, phase, visible_counts
 from agents.rule import poisson_sf
 from zhuoji_env import hands
@@ -381,3 +383,31 @@ def test_rllib_agent_without_the_extra_names_the_install():
     with pytest.raises(ValueError, match=r"agent 'rllib' needs Ray RLlib .*make rllib") as info:
         make_agent("rllib:x")
     assert 'pip install -e ".[rllib]"' in str(info.value)
+
+
+def test_an_exception_inside_an_agent_names_its_spec_and_the_games():
+    """An agent that raises inside act is named by the spec it was made from (a note on the
+    exception), in the arena as in decide; its action errors name the spec too."""
+
+    class Broken(Agent):
+        def _act(self, obs, mask):
+            raise RuntimeError("model file corrupt")
+
+    register_agent("brokentest", lambda arg, seed=None, rules=None: Broken(seed))
+    try:
+        agent = make_agent("brokentest:x")
+        assert agent.spec == "brokentest:x"
+        with pytest.raises(RuntimeError, match="model file corrupt") as info:
+            run_arena([agent, "random"], deals=1, seed=0, progress=False)
+        (note,) = info.value.__notes__
+        assert re.fullmatch(r"raised by agent 'brokentest:x' deciding \d+ game\(s\)", note)
+    finally:
+        AGENT_FACTORIES.pop("brokentest", None)
+    rule = make_agent("rule")
+    obs = np.zeros((1, OBS_SIZE), np.float32)
+    mask = np.zeros((1, 86), bool)
+    mask[0, 3] = True
+    rule._act = lambda obs, mask: np.array([4])
+    with pytest.raises(ValueError, match="^agent 'rule' returned the illegal action 4") as info:
+        decide(rule, obs, mask, None, np.arange(1))
+    assert not getattr(info.value, "__notes__", None)  # the message names it already

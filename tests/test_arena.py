@@ -356,6 +356,16 @@ def test_cli_checks_flags_before_the_run(monkeypatch, capsys, extra, message):
     assert message in capsys.readouterr().err
 
 
+def test_cli_names_a_plugin_whose_import_raises(monkeypatch, tmp_path):
+    """A plugin that imports but raises (a bug in it, not a missing module) keeps its traceback,
+    with a note naming the --plugin."""
+    (tmp_path / "raising_plugin.py").write_text("raise RuntimeError('bad registry call')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RuntimeError, match="bad registry call") as info:
+        arena.main(["--agents", "random,greedy", "--deals", "1", "--plugin", "raising_plugin"])
+    assert info.value.__notes__ == ["raised while importing --plugin 'raising_plugin'"]
+
+
 def test_cli_keeps_an_existing_json_unless_force(monkeypatch, tmp_path, capsys):
     """An existing --json FILE is refused before any game is played (exit 2); --force replaces
     it whole, through a temporary name, leaving nothing else in the folder."""
