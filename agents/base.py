@@ -19,6 +19,7 @@ import numpy as np
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
+from zhuoji_env.engine.game import is_integer
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.tiles import NUM_KINDS
@@ -43,16 +44,20 @@ class Agent:
     needs_view = False
 
     def __init__(self, seed=None):
-        self.rng = np.random.default_rng(seed)
+        self.rng = agent_rng(seed)
 
     def reseed(self, seed) -> None:
-        """Replace the random generator (``seed`` as for ``numpy.random.default_rng``)."""
-        self.rng = np.random.default_rng(seed)
+        """Replace the random generator (``seed`` as for :func:`agent_rng`)."""
+        self.rng = agent_rng(seed)
 
     def act(self, obs, mask):
-        """Actions for observations ``[k, OBS_SIZE]`` and masks ``[k, 86]`` (or single rows)."""
-        obs = np.asarray(obs, dtype=np.float32)
-        mask = np.asarray(mask).astype(bool, copy=False)
+        """Actions for observations ``[k, OBS_SIZE]`` and masks ``[k, 86]`` (or single rows):
+        finite observations whose hand block holds counts 0-4, masks of bools or of 0/1."""
+        obs = np.asarray(obs)
+        if obs.dtype.kind not in "biuf":
+            raise ValueError(f"obs must be a real-valued array, got dtype {obs.dtype}")
+        obs = obs.astype(np.float32, copy=False)
+        mask = as_mask(mask)
         single = obs.ndim == 1
         if single:
             obs, mask = obs[None], mask[None]
@@ -64,6 +69,14 @@ class Agent:
             raise ValueError(
                 f"mask must have shape [{obs.shape[0]}, {A.NUM_ACTIONS}] to match obs, "
                 f"got {mask.shape}"
+            )
+        if not np.isfinite(obs).all():
+            raise ValueError("obs holds NaN or infinite values: not an observation")
+        hand = block(obs, "hand")
+        if ((hand != np.rint(hand)) | (hand < 0) | (hand > 4)).any():
+            raise ValueError(
+                "obs's hand block must hold tile counts 0-4 (zhuoji_env.observation): "
+                "not an observation of this environment"
             )
         if obs.shape[0] and not mask.any(-1).all():
             raise ValueError("every mask row needs at least one legal action")
@@ -77,6 +90,36 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def agent_rng(seed) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)`` for a seed an agent takes: ``None``, a non-negative
+    integer, or a sequence of them (the arena seeds agents with ``[seed, table, chunk]``);
+    ``TypeError``/``ValueError`` naming the seed otherwise (numpy would take ``True`` as 1)."""
+    if seed is None:
+        return np.random.default_rng()
+    items = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else [seed]
+    if not items or not all(is_integer(s) for s in items):
+        raise TypeError(
+            f"agent seed must be None, a non-negative integer or a sequence of them, got {seed!r}"
+        )
+    if any(int(s) < 0 for s in items):
+        raise ValueError(f"agent seed must be non-negative, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
+def as_mask(mask) -> np.ndarray:
+    """``mask`` as bools: given as bools, or as numbers that are all 0 or 1 (anything else is
+    refused: as bools, a string mask's ``"False"`` or a 0.5 would count as legal)."""
+    mask = np.asarray(mask)
+    if mask.dtype.kind == "b":
+        return mask
+    if mask.dtype.kind in "iuf" and ((mask == 0) | (mask == 1)).all():
+        return mask.astype(bool)
+    raise ValueError(
+        f"mask must hold bools or the numbers 0 and 1, got dtype {mask.dtype}"
+        + (" with other values" if mask.dtype.kind in "iuf" else "")
+    )
 
 
 def agent_label(agent) -> str:

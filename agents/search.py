@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, as_mask
 from agents.simple import RandomAgent
 from zhuoji_env import belief
 from zhuoji_env.engine import core
@@ -354,7 +354,7 @@ class SearchAgent(Agent):
         :mod:`training.distill_search`) and BASE's favourite at each (int ``[R]``, the
         candidate the search played unless another beat it)."""
         obs = np.asarray(obs, dtype=np.float32)
-        mask = np.asarray(mask).astype(bool, copy=False)
+        mask = as_mask(mask)
         if obs.ndim != 2 or mask.ndim != 2 or view.batch_size != obs.shape[0]:
             raise ValueError(
                 f"act_view takes obs [k, OBS_SIZE], masks [k, 86] and the views of the same k "

@@ -411,3 +411,38 @@ def test_an_exception_inside_an_agent_names_its_spec_and_the_games():
     with pytest.raises(ValueError, match="^agent 'rule' returned the illegal action 4") as info:
         decide(rule, obs, mask, None, np.arange(1))
     assert not getattr(info.value, "__notes__", None)  # the message names it already
+
+
+def test_agents_refuse_masks_observations_and_seeds_that_are_not_what_they_say():
+    """A string mask's "False" is not legal, a 0.5 is not a mask, a NaN or fractional tile count
+    is not an observation, and True is not a seed: each refused with what was wrong (they used
+    to be cast: a string mask made every action legal, True seeded as 1)."""
+    game = BatchGame("guiyang", batch_size=4, seed=3)
+    st = game.state
+    obs = encode(st, np.arange(4), st.actor.astype(np.int64))
+    mask = st.mask
+    for spec in ("rule", "greedy", "ppo-guiyang"):
+        agent = make_agent(spec, seed=1)
+        want = agent.act(obs, mask)
+        agent.reseed(1)
+        assert agent.act(obs, mask.astype(np.int8)).tolist() == want.tolist()
+        with pytest.raises(ValueError, match="bools or the numbers 0 and 1, got dtype <U5"):
+            agent.act(obs, mask.astype(str))
+        with pytest.raises(ValueError, match="got dtype float64 with other values"):
+            agent.act(obs, mask * 0.5)
+        bad = obs.copy()
+        bad[2, 5] = np.nan
+        with pytest.raises(ValueError, match="obs holds NaN or infinite values"):
+            agent.act(bad, mask)
+        bad = obs.copy()
+        bad[1, 0] = 0.5  # the hand block's first count
+        with pytest.raises(ValueError, match="hand block must hold tile counts 0-4"):
+            agent.act(bad, mask)
+    for seed, error in [(True, TypeError), (1.5, TypeError), ("x", TypeError), ([], TypeError),
+                        (-1, ValueError), ([1, -2], ValueError)]:  # fmt: skip
+        with pytest.raises(error, match="agent seed must be"):
+            make_agent("rule", seed=seed)
+        with pytest.raises(error, match="agent seed must be"):
+            make_agent("rule").reseed(seed)
+    a, b = make_agent("greedy", seed=[7, np.int64(2)]), make_agent("greedy", seed=(7, 2))
+    assert a.act(obs, mask).tolist() == b.act(obs, mask).tolist()
