@@ -138,6 +138,59 @@ def test_record_rules_above_bound_refused():
         replay(rec)
 
 
+@pytest.mark.parametrize(
+    "rules, message",
+    [
+        (None, r"expected an object \{'preset': NAME, 'overrides': .*\(RULES.md 10\), got None"),
+        ("app", r"expected an object \{'preset': NAME, .*got 'app'"),
+        (["app"], r"expected an object \{'preset': NAME, .*got \['app'\]"),
+        ({"overrides": {}}, r"no 'preset' in \{'overrides': \{\}\}: expected an object"),
+        ({"preset": "app", "overrides": 0}, r"'overrides' 0 is not an object: expected"),
+        ({"preset": "app", "overrides": []}, r"'overrides' \[\] is not an object: expected"),
+        ({"preset": "app", "overrides": ""}, r"'overrides' '' is not an object: expected"),
+        ({"preset": "app", "overrides": None}, r"'overrides' None is not an object: expected"),
+        ({"preset": "app", "overrides": {"preset": "guiyang"}}, "'preset' is not a switch"),
+    ],
+    ids=[
+        "null",
+        "name",
+        "list",
+        "no-preset",
+        "zero",
+        "empty-list",
+        "empty-string",
+        "null-over",
+        "preset-over",
+    ],
+)
+def test_record_rules_of_another_shape_refused(rules, message):
+    """RULES.md 10's rules object or nothing: app-2-ron.json with "rules": null or "overrides":
+    0 replayed silently under plain guiyang (to other deltas), and "preset" among the overrides
+    raised a TypeError."""
+    rec = sample("app-2-ron.json")
+    rec["rules"] = rules
+    with pytest.raises(RecordError, match="^bad rules: " + message):
+        parse(rec)
+
+
+def test_record_rules_may_leave_out_overrides_or_be_absent():
+    rec = sample("app-2-ron.json")
+    assert compare(rec["result"], replay({**rec, "rules": {"preset": "app"}})) == []
+    assert parse({k: v for k, v in rec.items() if k != "rules"})[0] == Rules.make("guiyang")
+
+
+def test_replay_cli_preset_among_overrides_is_status_2(tmp_path, capsys):
+    """It was a traceback and exit status 1 (the status of a differing result)."""
+    rec = sample("app-2-ron.json")
+    rec["rules"] = {"preset": "app", "overrides": {"preset": "guiyang"}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(rec), encoding="utf-8")
+    assert replay_cli.main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: error: bad rules: 'preset' is not a switch" in err
+    assert "Traceback" not in err
+
+
 # --------------------------------------------------------------------------- stored results
 def _set(path, value):
     """A change to a record: set ``rec[path...]`` to ``value``."""

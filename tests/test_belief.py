@@ -27,6 +27,7 @@ from zhuoji_env.engine.state import (
     State,
     empty_state,
 )
+from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS, code, kind, parse_tiles
 
@@ -399,6 +400,69 @@ def test_bad_input_is_refused():
     broken.concealed[0, 1] += 3
     with pytest.raises(ValueError, match="conserve"):
         belief.sample(rules, broken, 1, 0)
+
+
+def baoting_views() -> tuple[BatchGame, np.ndarray]:
+    """An app batch and the games whose actor may declare 报听 (action 85) now."""
+    game, rng = BatchGame("app", 64, seed=1), np.random.default_rng(0)
+    while not game.mask[:, A.BAOTING].any():
+        game.step(game.random_actions(rng))
+    return game, np.flatnonzero(game.mask[:, A.BAOTING])
+
+
+def test_a_view_sampled_under_other_rules_is_refused():
+    """An app view where 报听 is legal sampled under guiyang gave samples without it."""
+    game, g = baoting_views()
+    view = belief.public_view(game.state, g)
+    assert belief.sample(game.rules, view, 3, 0).mask[:, A.BAOTING].all()
+    with pytest.raises(ValueError, match=r"^game 0 of the view was not made under these rules"):
+        belief.sample(Rules.make("guiyang"), view, 3, 0)
+
+
+def test_sample_takes_what_rules_make_takes_and_only_views():
+    game, g = baoting_views()
+    view = belief.public_view(game.state, g)
+    want = belief.sample(game.rules, view, 2, 0)
+    for spec in ("app", {"preset": "app", "overrides": {}}):
+        got = belief.sample(spec, view, 2, 0)
+        assert all(np.array_equal(getattr(got, f), getattr(want, f)) for f in vars(want))
+    for bad in (None, game.state):
+        with pytest.raises(TypeError, match=r"^sample takes a PublicView \(belief.public_view"):
+            belief.sample(game.rules, bad, 2, 0)
+
+
+@pytest.mark.parametrize(
+    "games, message",
+    [
+        (np.array([True, False, True]), "got dtype bool"),
+        ([-1], "^game index -1 out of range: expected a 1-D list or array of game indices 0-2$"),
+        ([0.7], "got dtype float64"),
+        ([[0, 1]], "got 2-D"),
+        ([5], "^game index 5 out of range"),
+        (2, "got 0-D"),
+    ],
+    ids=["bools", "negative", "fraction", "2-D", "past-end", "scalar"],
+)
+def test_public_view_refuses_bad_game_indices(games, message):
+    """Booleans were read as indices 0/1, -1 as the last game, 0.7 as game 0, [[0, 1]]
+    flattened and 5 a bare numpy IndexError."""
+    game = BatchGame("guiyang", 3, seed=0)
+    with pytest.raises(ValueError, match=message):
+        belief.public_view(game.state, games)
+    assert belief.public_view(game.state, [2, 2, 0]).batch_size == 3
+    assert belief.public_view(game.state, []).batch_size == 0
+
+
+def test_sample_size_is_checked_against_memory(monkeypatch):
+    """k=10**9 was a MemoryError from numpy (about 300 GiB); now the batch's SizeError."""
+    rules, st, _ = small_position()
+    view = belief.public_view(st)
+    with pytest.raises(SizeError, match=r"^k=1000000000 samples of 1 games needs about "):
+        belief.sample(rules, view, 10**9, 0)
+    monkeypatch.setenv("ZHUOJI_MEMORY_LIMIT", str(1 << 20))
+    with pytest.raises(SizeError, match=r"^k=200 samples of 1 games needs about "):
+        belief.sample(rules, view, 200, 0)
+    assert belief.sample(rules, view, 20, 0).batch_size == 20
 
 
 def test_belief_check_counts_readiness(capsys):

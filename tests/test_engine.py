@@ -342,3 +342,81 @@ def test_a_bad_seed_is_named(seed, error):
     assert BatchGame("guiyang", 2, seed=np.array(3)).seed == 3  # a 0-d array, as the envs take
     with pytest.raises(error, match=re.escape(msg)):
         game.reset(seed)
+
+
+@pytest.mark.parametrize(
+    "active, got",
+    [
+        ([True], r"dtype bool and shape \(1,\)"),
+        (np.ones(2, bool), r"dtype bool and shape \(2,\)"),
+        ("yes", r"dtype <U3 and shape \(\)"),
+        ([1, 0, 1], r"dtype int64 and shape \(3,\)"),
+        (np.ones((1, 3), bool), r"dtype bool and shape \(1, 3\)"),
+    ],
+    ids=["one-flag", "short", "string", "ints", "2-D"],
+)
+def test_active_must_be_one_bool_per_game(active, got):
+    """[True] was broadcast to every game, 'yes' taken as true, a wrong length a numpy
+    broadcast error and a 2-D array an IndexError."""
+    game = BatchGame("guiyang", 3, seed=0)
+    acts = game.random_actions(np.random.default_rng(0))
+    msg = rf"^active must be None or a bool array of shape \(3,\), one flag per game, got {got}$"
+    with pytest.raises(ValueError, match=msg):
+        game.step(acts, active)
+    assert (game.state.rec_len == 0).all()
+
+
+@pytest.mark.parametrize(
+    "idx, message",
+    [
+        (5, "got 0-D"),
+        ([-1], "game index -1 out of range"),
+        ([0, 0], r"repeat a game: expected a 1-D list or array of distinct game indices 0-2$"),
+        ([1.5], "got dtype float64"),
+        ([True, False, True], r"got dtype bool \(for a mask, pass np.flatnonzero\(mask\)\)"),
+        ([[0, 1]], "got 2-D"),
+    ],
+    ids=["scalar", "negative", "repeated", "fraction", "bools", "2-D"],
+)
+def test_restart_refuses_bad_game_indices(idx, message):
+    """The check public_view makes (check_games): these restarted the wrong games, or the
+    same game twice (drawing its next wall twice)."""
+    game = BatchGame("guiyang", 3, seed=0)
+    before = game.state.copy()
+    with pytest.raises(ValueError, match=message):
+        game.restart(idx)
+    assert np.array_equal(game.state.wall, before.wall)
+
+
+def test_restart_of_no_games_does_nothing():
+    """It was "need at least one array to stack"."""
+    game = BatchGame("guiyang", 3, seed=0)
+    before = game.state.copy()
+    game.restart([])
+    game.restart(np.array([], dtype=np.int64))
+    assert np.array_equal(game.state.wall, before.wall)
+
+
+def test_batch_game_sizes_and_flags():
+    """np.int64 batch sizes are accepted as num_envs is elsewhere; auto_reset='no' used to
+    auto-reset (any truthy value did)."""
+    assert BatchGame("guiyang", np.int64(4), seed=0).batch_size == 4
+    assert type(BatchGame("guiyang", np.int64(4), seed=0).batch_size) is int
+    for size in (0, 2.0, True, "4"):
+        with pytest.raises(ValueError, match=rf"^batch_size must be an integer >= 1, got {size!r}"):
+            BatchGame("guiyang", size)
+    for name, value in (("auto_reset", "no"), ("auto_reset", 0), ("keep_records", None)):
+        with pytest.raises(TypeError, match=rf"^{name} must be True or False, got {value!r} \("):
+            BatchGame("guiyang", 2, **{name: value})
+
+
+def test_random_actions_takes_a_generator_or_a_seed():
+    """None and an int were an AttributeError on .random."""
+    game = BatchGame("guiyang", 3, seed=0)
+    want = game.random_actions(np.random.default_rng(7))
+    assert np.array_equal(game.random_actions(7), want)
+    assert np.array_equal(game.random_actions(np.int64(7)), want)
+    assert game.mask[np.arange(3), game.random_actions(None)].all()
+    for rng, error in ((-1, ValueError), (1.5, TypeError), ("x", TypeError)):
+        with pytest.raises(error, match=r"^rng must be a numpy.random.Generator, None, a non-"):
+            game.random_actions(rng)

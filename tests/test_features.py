@@ -15,6 +15,7 @@ from zhuoji_env.observation import (
     FEATURES_SIZE,
     OBS_SIZE,
     OBS_SIZES,
+    STATE_SIZE,
     VERSION_V2,
     block,
     features,
@@ -113,6 +114,23 @@ def test_v2_is_v1_then_features():
         block(obs, "unseen")
     with pytest.raises(ValueError, match="v1 observations"):
         features(v2, rules.pattern_table)
+
+
+def test_an_unknown_block_lists_the_blocks():
+    """It was a bare KeyError('bogus')."""
+    obs = np.zeros((2, OBS_SIZE), np.float32)
+    with pytest.raises(
+        ValueError, match=r"^unknown block 'bogus': the blocks are \['hand', 'pong'"
+    ):
+        block(obs, "bogus")
+    state = np.zeros((2, STATE_SIZE), np.float32)
+    with pytest.raises(ValueError, match=r"^unknown block 'bogus': the blocks are \[.*'flip'\]$"):
+        block(state, "bogus")
+    with pytest.raises(
+        ValueError, match=r"^unknown block 'all_hands': the blocks are \[.*'live_waits'\]$"
+    ):
+        block(obs, "all_hands")
+    assert block(state, "all_hands").shape == (2, 4, 27)
 
 
 def test_worked_example_with_a_concealed_kong():

@@ -1033,3 +1033,23 @@ def test_one_hand_waits_property(c, melds):
     for t in range(27):
         if c[t] < 4:
             assert H.is_win_one((c + EYE[t]).tolist(), melds) == H.is_win(c + EYE[t], melds)
+
+
+@pytest.mark.parametrize(
+    "counts, dtype",
+    [
+        (np.full(27, 0.5), "float64"),
+        (T.to_counts("1m1m1m2m3m4m5m6m7m8m9m9m9m").astype(float), "float64"),
+        ([True] * 13 + [False] * 14, "bool"),
+    ],
+    ids=["halves", "whole-floats", "bools"],
+)
+def test_counts_that_are_not_integers_are_refused(counts, dtype):
+    """0.5s were an IndexError about index types; floats and bools are refused by dtype (the
+    engine's int8 counts pay one attribute look-up)."""
+    for f in (H.shanten, H.is_win, H.waits, H.is_ready, H.suit_index):
+        with pytest.raises(
+            ValueError, match=f"^tile counts must be integers 0-4, got dtype {dtype}$"
+        ):
+            f(counts)
+    assert H.shanten(T.to_counts("1m1m1m2m3m4m5m6m7m8m9m9m9m").astype(np.uint8)) == 0

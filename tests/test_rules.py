@@ -368,6 +368,38 @@ def test_bad_spec_rejected():
         Rules.make({"preset": "guiyang", "overrides": [1, 2]})
 
 
+PRESET_NOT_A_SWITCH = r"^'preset' is not a switch and cannot be overridden: give the preset as "
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Rules.make({"preset": "app", "overrides": {"preset": "guiyang"}}),
+        lambda: Rules.make({"overrides": {"preset": "app"}}),
+        lambda: Rules.make("app", preset="classic"),
+        lambda: Rules.make(Rules.make("app"), preset="classic"),
+        lambda: Rules.make("app").replace(preset="classic"),
+    ],
+    ids=["in-overrides", "overrides-only", "keyword", "keyword-on-rules", "replace"],
+)
+def test_preset_as_an_override_is_a_value_error(make):
+    """'preset' among the switches was a raw TypeError (two values for from_preset's preset)."""
+    with pytest.raises(ValueError, match=PRESET_NOT_A_SWITCH):
+        make()
+
+
+@pytest.mark.parametrize("overrides", [0, [], "", "num_players=3", 1.5])
+def test_overrides_that_are_not_an_object_are_refused(overrides):
+    """Falsy non-objects (0, [], "") were read as no overrides."""
+    with pytest.raises(ValueError, match=r"^rules 'overrides' must be an object, got "):
+        Rules.make({"preset": "app", "overrides": overrides})
+
+
+def test_a_non_string_switch_name_is_named():
+    with pytest.raises(ValueError, match=r"^unknown switch 1: allowed switches \['num_players'"):
+        Rules.make({"preset": "app", "overrides": {1: 2}})
+
+
 # ------------------------------------------------------------------------ frozen
 @pytest.mark.parametrize("switch", ["units", "num_players", "preset", "dou_values"])
 def test_frozen(switch):

@@ -265,3 +265,13 @@ def test_kind_counts_of_rows():
     assert T.kind_counts([3, 3, 5]).tolist() == [0, 0, 0, 2, 0, 1] + [0] * 21
     with pytest.raises(ValueError, match="tile kinds must be 0-26"):
         T.kind_counts([0, 27])
+
+
+@pytest.mark.parametrize("kind", [1.7, 1.0, True, np.float64(2.0), np.bool_(True), "1"])
+def test_kinds_that_are_not_integers_are_refused(kind):
+    """1.7 and True were read as kind 1."""
+    with pytest.raises(ValueError, match=rf"^bad tile kind {re.escape(repr(kind))}: expected an "):
+        T.to_counts([0, kind])
+    with pytest.raises(ValueError, match=r"^bad tile kind .*: expected an integer 0-26$"):
+        T.code(kind)
+    assert T.to_counts(np.array([1, 1, 26], dtype=np.int8))[[1, 26]].tolist() == [2, 1]

@@ -35,6 +35,7 @@ it nearer to complete: a model of the others' play, so that about as many of the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Real
 
@@ -43,7 +44,9 @@ import numpy as np
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import as_generator, batch_memory, check_games, is_integer
 from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB, State
+from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import COPIES, NUM_KINDS, NUM_TILES
 
@@ -81,9 +84,14 @@ class PublicView:
 def public_view(st: State, g=None) -> PublicView:
     """The public view of games ``g`` (default: all) for the seat each must act with now.
 
+    ``g`` is a 1-D sequence of game indices 0..B-1 (:func:`~zhuoji_env.engine.game.check_games`).
     Raises ``ValueError`` for a finished game: nobody decides in it.
     """
-    g = np.arange(st.batch_size) if g is None else np.asarray(g, dtype=np.int64).reshape(-1)
+    if not isinstance(st, State):
+        raise TypeError(
+            f"public_view takes a State (a BatchGame's .state), got {type(st).__name__}"
+        )
+    g = np.arange(st.batch_size) if g is None else check_games(g, st.batch_size)
     over = st.phase[g] == OVER
     if over.any():
         raise ValueError(f"game {int(g[over][0])} is over: no seat acts in it, so it has no view")
@@ -136,15 +144,29 @@ def unseen_counts(view: PublicView) -> np.ndarray:
     return (COPIES - seen).astype(np.int64)
 
 
-def sample(rules: Rules, view: PublicView, k: int, rng, improve: float = 0.0) -> State:
+def sample(
+    rules: Rules | str | Mapping | None, view: PublicView, k: int, rng, improve: float = 0.0
+) -> State:
     """``B * k`` complete states: rows ``i*k .. i*k+k-1`` are k draws for game ``i`` of ``view``.
 
-    ``rng`` is a ``numpy.random.Generator`` or a seed for one; the samples depend on nothing
-    else but ``view``, ``k`` and ``improve``. Every sample encodes for the seat to its real
-    observation and has its real legal actions. ``improve=0`` is the uniform belief; above 0,
+    ``rules`` is what :meth:`Rules.make <zhuoji_env.rules.Rules.make>` accepts. ``rng`` is a
+    ``numpy.random.Generator`` or a seed for one; the samples depend on nothing else but
+    ``view``, ``k`` and ``improve``. Every sample encodes for the seat to its real observation
+    and has its real legal actions. ``improve=0`` is the uniform belief; above 0,
     :func:`improve_hands` then plays each other seat's drawn hand forward as its discards say.
+
+    The view's legal actions (``view.state.mask``, the real ones of the game it was made from)
+    are its rules' fingerprint: rules under which a sample's legal actions differ from them are
+    not the view's, and raise ``ValueError``. A ``B * k`` whose memory exceeds this machine's
+    raises :class:`~zhuoji_env.limits.SizeError` before anything is allocated.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+    if not isinstance(view, PublicView):
+        raise TypeError(
+            f"sample takes a PublicView (belief.public_view(state, games)), "
+            f"got {type(view).__name__}"
+        )
+    rules = Rules.make(rules)
+    if not is_integer(k) or k < 1:
         raise ValueError(f"k (samples per game) must be an integer >= 1, got {k!r}")
     if not valid_improve(improve):
         raise ValueError(
@@ -155,9 +177,10 @@ def sample(rules: Rules, view: PublicView, k: int, rng, improve: float = 0.0) ->
             f"the view is of {view.state.num_players}-player games, the rules of "
             f"{rules.num_players}"
         )
-    rng = np.random.default_rng(rng)
     k = int(k)
     b, n = view.batch_size, rules.num_players
+    check_memory(f"k={k} samples of {b} games", sample_memory(b * k, n))
+    rng = as_generator(rng)
     rep = np.repeat(np.arange(b), k)
     st = view.state.take(rep)
     r = rep.size
@@ -210,7 +233,28 @@ def sample(rules: Rules, view: PublicView, k: int, rng, improve: float = 0.0) ->
     _fill_robbed_draw(st, rng)
     _fill_windows(rules, st, seat)
     core.compute_masks(rules, st, rows)
+    _check_masks(rules, view, st, k)
     return st
+
+
+def sample_memory(samples: int, num_players: int) -> int:
+    """Bytes :func:`sample` plans on for ``samples`` states: a batch's
+    (:func:`~zhuoji_env.engine.game.batch_memory`) and the shuffle's ``[samples, 108]``
+    temporaries, 32 bytes a tile (measured at about 10 KB a 4-seat sample)."""
+    return batch_memory(samples, num_players) + 32 * NUM_TILES * samples
+
+
+def _check_masks(rules: Rules, view: PublicView, st: State, k: int) -> None:
+    """Refuse samples whose legal actions are not the view's: the view was made under other
+    rules (its state carries the seat's real legal actions, and every sample must have them)."""
+    bad = np.flatnonzero((st.mask != np.repeat(view.state.mask, k, axis=0)).any(-1))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"game {i // k} of the view was not made under these rules ({rules.to_record()}): "
+            f"its seat's legal actions are {core.legal_names(view.state, i // k)}, these rules "
+            f"give {core.legal_names(st, i)}; sample it under the rules of the game it came from"
+        )
 
 
 IMPROVE_MAX = 8

@@ -142,7 +142,10 @@ def _out_of_range(c: np.ndarray) -> bool:
 
 
 def _counts(concealed) -> np.ndarray:
+    """Validated counts ``[..., 27]``: integers 0-4 (a dtype check, free for the engine's)."""
     c = np.asarray(concealed)
+    if c.dtype.kind not in "iu":
+        raise ValueError(f"tile counts must be integers 0-4, got dtype {c.dtype}")
     if c.shape[-1:] != (NUM_KINDS,):
         raise ValueError(f"expected counts with last axis 27, got shape {c.shape}")
     if c.size and _out_of_range(c):

@@ -170,7 +170,10 @@ def block(obs: np.ndarray, name: str) -> np.ndarray:
     ``[..., STATE_SIZE]``), reshaped to its shape."""
     if name in FEATURE_SLICES and obs.shape[-1] != OBS_SIZES[VERSION_V2]:
         raise ValueError(f"block {name!r} is only in {VERSION_V2} observations")
-    sl = (STATE_SLICES if obs.shape[-1] == STATE_SIZE else _V2_SLICES)[name]
+    slices = STATE_SLICES if obs.shape[-1] == STATE_SIZE else _V2_SLICES
+    if name not in slices:
+        raise ValueError(f"unknown block {name!r}: the blocks are {list(slices)}")
+    sl = slices[name]
     return obs[..., sl].reshape(obs.shape[:-1] + _ALL_SHAPES[name])
 
 

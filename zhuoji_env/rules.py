@@ -154,9 +154,7 @@ class Rules:
         """The preset with the given switches overridden."""
         if preset not in PRESET_NAMES:
             raise ValueError(f"unknown preset {preset!r}: allowed {list(PRESET_NAMES)}")
-        unknown = sorted(set(overrides) - set(SWITCHES))
-        if unknown:
-            raise ValueError(f"unknown switch {unknown[0]!r}: allowed switches {list(SWITCHES)}")
+        check_switch_names(overrides)
         return cls(preset=preset, **{**_PRESETS[preset], **overrides})
 
     @classmethod
@@ -165,6 +163,7 @@ class Rules:
 
         Keyword overrides are applied on top.
         """
+        check_switch_names(overrides)
         if spec is None:
             spec = "guiyang"
         if isinstance(spec, Rules):
@@ -172,14 +171,17 @@ class Rules:
         if isinstance(spec, str):
             return cls.from_preset(spec, **overrides)
         if isinstance(spec, Mapping):
-            extra = sorted(set(spec) - {"preset", "overrides"})
+            extra = sorted(set(spec) - {"preset", "overrides"}, key=repr)
             if extra:
                 raise ValueError(
                     f"rules object has unknown key {extra[0]!r}: allowed 'preset' and 'overrides'"
                 )
-            base = spec.get("overrides") or {}
+            base = spec.get("overrides")
+            if base is None:
+                base = {}
             if not isinstance(base, Mapping):
                 raise ValueError(f"rules 'overrides' must be an object, got {base!r}")
+            check_switch_names(base)
             return cls.from_preset(spec.get("preset", "guiyang"), **{**base, **overrides})
         raise ValueError(
             f"rules must be a preset name, a {{'preset', 'overrides'}} object or Rules, "
@@ -188,6 +190,7 @@ class Rules:
 
     def replace(self, **overrides: Any) -> Rules:
         """A copy with more switches overridden."""
+        check_switch_names(overrides)
         return Rules.from_preset(self.preset, **{**self.overrides, **overrides})
 
     def to_record(self) -> dict:
@@ -234,6 +237,19 @@ def parse_switches(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[name] = value.strip()
     return out
+
+
+def check_switch_names(overrides: Mapping[str, Any]) -> None:
+    """Refuse override names that are not switches, ``'preset'`` with its own message: a preset
+    is chosen, not overridden."""
+    for name in overrides:
+        if name == "preset":
+            raise ValueError(
+                "'preset' is not a switch and cannot be overridden: give the preset as the rules "
+                "object's 'preset' (or Rules.make's first argument), the switches in 'overrides'"
+            )
+        if name not in SWITCHES:
+            raise ValueError(f"unknown switch {name!r}: allowed switches {list(SWITCHES)}")
 
 
 def _int_in(value: Any, low: int, high: int) -> bool:

@@ -37,8 +37,8 @@ def kind(code: str) -> int:
 
 
 def code(k: int) -> str:
-    """Tile code of a kind index 0-26."""
-    if not isinstance(k, (int, np.integer)) or not 0 <= k < NUM_KINDS:
+    """Tile code of a kind index 0-26 (an integer: a bool or a float is refused)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < NUM_KINDS:
         raise ValueError(f"bad tile kind {k!r}: expected an integer 0-26")
     return CODES[int(k)]
 
@@ -58,13 +58,13 @@ def format_tiles(kinds: Iterable[int]) -> str:
 
 
 def to_counts(tiles: str | Sequence[str] | Iterable[int]) -> np.ndarray:
-    """A 27-vector of counts (int8) from codes or kinds."""
+    """A 27-vector of counts (int8) from codes or integer kinds (``code`` checks each)."""
     if isinstance(tiles, str) or (
         isinstance(tiles, Sequence) and len(tiles) and isinstance(tiles[0], str)
     ):
         kinds = parse_tiles(tiles)  # type: ignore[arg-type]
     else:
-        kinds = [int(k) for k in tiles]  # type: ignore[union-attr]
+        kinds = list(tiles)  # type: ignore[arg-type]
         for k in kinds:
             code(k)
     return np.bincount(np.asarray(kinds, dtype=np.int64), minlength=NUM_KINDS).astype(np.int8)

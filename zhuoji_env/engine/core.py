@@ -403,12 +403,20 @@ def _take_from_river(st: State, g, p, fate, claimer=None) -> None:
 # --------------------------------------------------------------------------- step
 def check_actions(st: State, actions: np.ndarray, active: np.ndarray | None = None):
     """Validate one action per game: legal for the actor, or -1 for a finished game or one
-    left out of ``active``."""
+    left out of ``active`` (a bool array ``[B]``: a list of ints or one flag for all is
+    refused, not broadcast)."""
     actions = np.asarray(actions)
     if actions.shape != (st.batch_size,):
         raise ValueError(f"expected {st.batch_size} actions, got shape {actions.shape}")
     if not np.issubdtype(actions.dtype, np.integer):
         raise ValueError(f"actions must be integers, got dtype {actions.dtype}")
+    if active is not None:
+        active = np.asarray(active)
+        if active.dtype != bool or active.shape != (st.batch_size,):
+            raise ValueError(
+                f"active must be None or a bool array of shape ({st.batch_size},), one flag per "
+                f"game, got dtype {active.dtype} and shape {active.shape}"
+            )
     over = st.phase == OVER
     bad_over = over & (actions != -1)
     if bad_over.any():
@@ -416,7 +424,7 @@ def check_actions(st: State, actions: np.ndarray, active: np.ndarray | None = No
         raise IllegalActionError(f"game {i}: the hand is over; pass -1 for finished games")
     live = ~over
     if active is not None:
-        held = live & ~np.asarray(active, dtype=bool)
+        held = live & ~active
         if (actions[held] != -1).any():
             i = int(np.flatnonzero(held & (actions != -1))[0])
             raise IllegalActionError(f"game {i} is not active in this step; pass -1 for it")

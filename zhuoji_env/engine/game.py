@@ -78,6 +78,53 @@ def check_seed(seed) -> int | None:
     return int(seed)
 
 
+def check_games(idx, batch_size: int, distinct: bool = False) -> np.ndarray:
+    """Game indices as int64 ``[k]``: a 1-D sequence of integers 0..batch_size-1 (distinct
+    ones if ``distinct``); ``ValueError`` naming what was wrong otherwise. Booleans, fractions
+    and negative indices are refused, not read as numpy would (a mask, a truncation, from the
+    end)."""
+    allowed = f"a 1-D list or array of {'distinct ' * distinct}game indices 0-{batch_size - 1}"
+    a = np.asarray(idx)
+    if a.ndim != 1:
+        raise ValueError(f"game indices {idx!r}: expected {allowed}, got {a.ndim}-D")
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(a.dtype, np.integer):
+        hint = " (for a mask, pass np.flatnonzero(mask))" if a.dtype == bool else ""
+        raise ValueError(f"game indices {idx!r}: expected {allowed}, got dtype {a.dtype}{hint}")
+    bad = (a < 0) | (a >= batch_size)
+    if bad.any():
+        raise ValueError(f"game index {a[bad][0]} out of range: expected {allowed}")
+    a = a.astype(np.int64)
+    if distinct and np.unique(a).size != a.size:
+        raise ValueError(f"game indices {idx!r} repeat a game: expected {allowed}")
+    return a
+
+
+def check_flag(value, name: str) -> bool:
+    """A boolean option: ``True`` or ``False`` (a numpy bool too), as a bool; anything else is a
+    ``TypeError`` naming the option (a string such as ``'no'`` would otherwise count as true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def as_generator(seed, name: str = "rng") -> np.random.Generator:
+    """``seed`` if it is a ``numpy.random.Generator``, else ``numpy.random.default_rng(seed)``
+    for ``None`` (fresh entropy), a non-negative integer or a non-empty sequence of them (the
+    arena seeds its agents with ``[seed, table, chunk]``); ``TypeError``/``ValueError`` naming
+    ``name`` otherwise (numpy would take ``True`` as 1, and say nothing of ``name``)."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return np.random.default_rng(seed)
+    items = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) and np.ndim(seed) else [seed]
+    allowed = "a numpy.random.Generator, None, a non-negative integer or a sequence of them"
+    if not items or not all(is_integer(s) for s in items):
+        raise TypeError(f"{name} must be {allowed}, got {seed!r}")
+    if any(int(s) < 0 for s in items):
+        raise ValueError(f"{name} must be {allowed}, got {seed!r}")
+    return np.random.default_rng(seed)
+
+
 class BatchGame:
     """A batch of seeded games of one ruleset.
 
@@ -95,14 +142,17 @@ class BatchGame:
         keep_records: bool = False,
         **switches: Any,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        if not is_integer(batch_size) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        batch_size = int(batch_size)
+        auto_reset = check_flag(auto_reset, "auto_reset")
+        keep_records = check_flag(keep_records, "keep_records")
         self.rules = Rules.make(rules, **switches)
         check_memory(f"batch_size={batch_size}", batch_memory(batch_size, self.rules.num_players))
         self.batch_size = batch_size
         self.num_players = self.rules.num_players
-        self.auto_reset = auto_reset
-        self.keep_records = keep_records
+        self.auto_reset = bool(auto_reset)
+        self.keep_records = bool(keep_records)
         self.reset(seed)
 
     # ------------------------------------------------------------------ dealing
@@ -129,8 +179,11 @@ class BatchGame:
         self.state.put(idx, core.deal(self.rules, self._walls(idx), dealer, streak))
 
     def restart(self, idx) -> None:
-        """Start new matches in the games ``idx`` (what ``auto_reset`` does to finished ones)."""
-        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        """Start new matches in the games ``idx`` (what ``auto_reset`` does to finished ones):
+        distinct indices 0..B-1 (:func:`check_games`); an empty ``idx`` does nothing."""
+        idx = check_games(idx, self.batch_size, distinct=True)
+        if not idx.size:
+            return
         self.scores[idx] = 0
         self.hand_no[idx] = 0
         self._redeal(idx, self._first_dealers(idx), 0)
@@ -154,7 +207,7 @@ class BatchGame:
     def step(self, actions, active=None) -> StepOutput:
         """Apply one action per game (``-1`` for a finished game).
 
-        With ``active`` (bool ``[B]``) only those games move; the others take ``-1``.
+        With ``active`` (a bool array ``[B]``) only those games move; the others take ``-1``.
         """
         st: State = self.state
         ended = core.step(self.rules, st, actions, active)
@@ -180,8 +233,9 @@ class BatchGame:
                 self.restart(done)
         return StepOutput(rewards, ended, match_over, final, records)
 
-    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """A uniformly random legal action per game (-1 for finished games)."""
-        a = A.random_legal(rng, self.mask)
+    def random_actions(self, rng: np.random.Generator | int | None) -> np.ndarray:
+        """A uniformly random legal action per game (-1 for finished games). ``rng`` is a
+        ``numpy.random.Generator`` or a seed for one (:func:`as_generator`)."""
+        a = A.random_legal(as_generator(rng), self.mask)
         a[self.over] = -1
         return a

@@ -19,7 +19,7 @@ import numpy as np
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER, State
-from zhuoji_env.rules import MAX_STREAK, Rules
+from zhuoji_env.rules import MAX_STREAK, PRESET_NAMES, Rules
 from zhuoji_env.tiles import NUM_TILES, code, format_tiles, kind, kind_counts, parse_tiles
 
 FORMAT = "zhuoji-record-1"
@@ -93,6 +93,25 @@ def _seat(value: Any, n: int) -> bool:
     return _is_int(value) and 0 <= value < n
 
 
+def _record_rules(value: Any) -> Mapping[str, Any]:
+    """A record's ``rules`` as RULES.md 10 writes it: ``{"preset": NAME, "overrides": {...}}``
+    (``overrides`` may be left out). Anything else is refused, not guessed at: ``Rules.make``
+    alone would read a null, or overrides of ``0`` or ``[]``, as the plain preset."""
+    shape = "an object {'preset': NAME, 'overrides': {SWITCH: VALUE, ...}} (RULES.md 10)"
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected {shape}, got {value!r}")
+    if "preset" not in value:
+        raise ValueError(
+            f"no 'preset' in {value!r}: expected {shape}, 'preset' one of {list(PRESET_NAMES)}"
+        )
+    if "overrides" in value and not isinstance(value["overrides"], Mapping):
+        raise ValueError(
+            f"'overrides' {value['overrides']!r} is not an object: expected {shape}, "
+            "with {} for no overrides"
+        )
+    return value
+
+
 RECORD_KEYS = ("format", "rules", "dealer", "dealer_streak", "wall", "actions", "result")
 """The keys of a record (RULES.md 10); ``result`` is optional, as are ``format`` (this
 format), ``rules`` (guiyang) and ``dealer_streak`` (0)."""
@@ -119,7 +138,7 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
     if fmt != FORMAT:
         raise RecordError(f"unknown record format {fmt!r}: expected {FORMAT!r}")
     try:
-        rules = Rules.make(rec.get("rules", "guiyang"))
+        rules = Rules.make(_record_rules(rec.get("rules", {"preset": "guiyang"})))
     except ValueError as err:
         raise RecordError(f"bad rules: {err}") from None
     n = rules.num_players
