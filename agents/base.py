@@ -19,8 +19,9 @@ import numpy as np
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import is_integer
+from zhuoji_env.engine.game import as_generator
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
+from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import OBS_SIZE, block
 from zhuoji_env.tiles import NUM_KINDS
 
@@ -44,11 +45,12 @@ class Agent:
     needs_view = False
 
     def __init__(self, seed=None):
-        self.rng = agent_rng(seed)
+        self.rng = as_generator(seed, "agent seed")
 
     def reseed(self, seed) -> None:
-        """Replace the random generator (``seed`` as for :func:`agent_rng`)."""
-        self.rng = agent_rng(seed)
+        """Replace the random generator (``seed`` as for
+        :func:`~zhuoji_env.engine.game.as_generator`)."""
+        self.rng = as_generator(seed, "agent seed")
 
     def act(self, obs, mask):
         """Actions for observations ``[k, OBS_SIZE]`` and masks ``[k, 86]`` (or single rows):
@@ -90,36 +92,6 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-def agent_rng(seed) -> np.random.Generator:
-    """``numpy.random.default_rng(seed)`` for a seed an agent takes: ``None``, a non-negative
-    integer, or a sequence of them (the arena seeds agents with ``[seed, table, chunk]``);
-    ``TypeError``/``ValueError`` naming the seed otherwise (numpy would take ``True`` as 1)."""
-    if seed is None:
-        return np.random.default_rng()
-    items = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) else [seed]
-    if not items or not all(is_integer(s) for s in items):
-        raise TypeError(
-            f"agent seed must be None, a non-negative integer or a sequence of them, got {seed!r}"
-        )
-    if any(int(s) < 0 for s in items):
-        raise ValueError(f"agent seed must be non-negative, got {seed!r}")
-    return np.random.default_rng(seed)
-
-
-def as_mask(mask) -> np.ndarray:
-    """``mask`` as bools: given as bools, or as numbers that are all 0 or 1 (anything else is
-    refused: as bools, a string mask's ``"False"`` or a 0.5 would count as legal)."""
-    mask = np.asarray(mask)
-    if mask.dtype.kind == "b":
-        return mask
-    if mask.dtype.kind in "iuf" and ((mask == 0) | (mask == 1)).all():
-        return mask.astype(bool)
-    raise ValueError(
-        f"mask must hold bools or the numbers 0 and 1, got dtype {mask.dtype}"
-        + (" with other values" if mask.dtype.kind in "iuf" else "")
-    )
 
 
 def agent_label(agent) -> str:

@@ -486,3 +486,100 @@ def test_sb3_step_async_twice_and_indices():
     assert env.get_attr("num_envs", indices=np.int64(2)) == [3]
     assert len(env.env_method("action_masks", indices=[0, 2])) == 2
     assert env.env_is_wrapped(object) == [False] * 3
+
+
+def test_render_viewer_must_be_a_seat_as_for_the_picture():
+    """``render_text`` and ``render(viewer=...)`` check the viewer as ``render_picture`` does
+    (9 was an IndexError, -1 showed seat 3, 'a' failed in int())."""
+    from zhuoji_env.envs.render import render_table
+
+    e = zhuoji_env.raw_env(render_mode="ansi")
+    e.reset(seed=0)
+    for bad in (9, -1, "a", True, 1.0):
+        for call in (e.render_text, e.render_picture, e.render):
+            with pytest.raises(
+                ValueError, match=r"viewer must be .*a seat 0-3.*got " + re.escape(repr(bad))
+            ):
+                call(viewer=bad)
+        with pytest.raises(ValueError, match="viewer must be a seat 0-3 or None"):
+            render_table(e.rules, e.game.state, viewer=bad)
+    assert "player_2 [" in e.render_text(viewer=np.int64(2))
+
+
+def test_raw_env_action_mask_before_reset():
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before action_mask\(\)$"):
+        zhuoji_env.raw_env().action_mask()
+
+
+@pytest.mark.parametrize(
+    "make,name",
+    [
+        (lambda v: zhuoji_env.env(render_all=v), "render_all"),
+        (lambda v: zhuoji_env.raw_env(render_all=v), "render_all"),
+        (lambda v: SingleAgentEnv(render_all=v), "render_all"),
+        (lambda v: SelfPlayVecEnv(2, encode_obs=v), "encode_obs"),
+        (lambda v: SelfPlayVecEnv(2, keep_records=v), "keep_records"),
+    ],
+)
+def test_boolean_options_must_be_bools(make, name):
+    """``render_all='no'`` is truthy: it showed every concealed hand."""
+    for bad in ("no", 0, 1, None, np.array([True])):
+        with pytest.raises(TypeError, match=f"^{name} must be True or False, got "):
+            make(bad)
+    make(True)
+    make(np.bool_(False))
+
+
+def test_bools_in_a_list_of_actions_are_refused():
+    """``np.asarray([True, 1, 6, 0])`` is an integer array: the bool must not play action 1."""
+    env = SelfPlayVecEnv(4, seed=0)
+    _, masks, _ = env.reset(seed=0)
+    acts = [int(a) for a in masks.argmax(1)]
+    state = env.game.state.river_len.copy()
+    for bad, j, said in [
+        ([True, *acts[1:]], 0, r"True \(bool\)"),
+        ((*acts[:2], np.bool_(False), acts[3]), 2, r"np\.False_ \(bool"),
+        ([*acts[:3], np.array(True)], 3, r"array\(True\) \(ndarray of shape \(\)\)"),
+        ([[a] for a in acts[:3]] + [[True]], 3, r"True \(bool\)"),
+    ]:
+        with pytest.raises(
+            TypeError, match=rf"actions\[{j}\] must be an integer 0-85 .*got {said}"
+        ):
+            env.step(bad)
+    np.testing.assert_array_equal(env.game.state.river_len, state)  # nothing moved
+    env.step(acts)  # Python integers are still taken
+
+
+def test_wall_as_a_numpy_string_array():
+    wall = _full_wall()
+    codes = np.array([format_tiles([k]) for k in wall])
+    a, b = SingleAgentEnv(), SingleAgentEnv()
+    obs_a, _ = a.reset(seed=0, options={"wall": codes, "dealer": 1})
+    obs_b, _ = b.reset(seed=0, options={"wall": wall, "dealer": 1})
+    np.testing.assert_array_equal(obs_a, obs_b)
+    e = zhuoji_env.raw_env()
+    e.reset(seed=0, options={"wall": codes})
+    np.testing.assert_array_equal(e.game.state.wall[0], wall)
+    v = SelfPlayVecEnv(2, seed=0)
+    v.reset(options={"walls": np.stack([codes, codes[::-1]])})
+    np.testing.assert_array_equal(v.game.state.wall, [wall, wall[::-1]])
+    with pytest.raises(ValueError, match="wall: bad tile codes"):
+        a.reset(options={"wall": np.array(["xx"] * 108)})
+
+
+def test_random_policy_masks_must_be_bool_or_0_1():
+    """A string mask made every action legal (any non-empty string is true)."""
+    mask = np.zeros((2, A.NUM_ACTIONS), dtype=bool)
+    mask[:, 5] = True
+    p = RandomPolicy(0)
+    with pytest.raises(TypeError, match="mask must be bools or the numbers 0 and 1, got dtype <U"):
+        p.act(None, np.where(mask, "1", "0"))
+    with pytest.raises(ValueError, match=r"mask must be bools or .*, got the values \[0.5\]"):
+        p.act(None, mask * 0.5)
+    with pytest.raises(ValueError, match=r"mask must be bools or .*, got the values \[2\]"):
+        p.act(None, mask * 2)
+    with pytest.raises(TypeError, match="agent seed must be"):
+        RandomPolicy(True)
+    assert p.act(None, mask.astype(np.int8)).tolist() == [5, 5]
+    assert p.act(None, mask * 1.0).tolist() == [5, 5]
+    assert p.act(None, mask[0].tolist()) == 5

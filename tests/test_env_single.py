@@ -172,20 +172,24 @@ def test_illegal_learner_action():
         pen.step(0)
 
 
+TIANHU_HANDS = {
+    0: "1m1m1m2m2m2m3m3m3m4m4m4m5m5m",
+    1: "1p1p1p2s2s2s3s3s3s4s4s4s7p",
+    2: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
+    3: "5m6m7m8m9m9m9m6m7m8m5p5p5p",
+}
+
+
+class Greedy:
+    """Wins whenever it can, else plays its first legal action."""
+
+    def act(self, obs, mask):
+        return np.where(mask[:, A.HU], A.HU, mask.argmax(-1))
+
+
 def test_hands_before_the_first_decision_are_paid_at_the_first_step():
     """A dealer's 天胡 before the learner (seat 1) ever decides."""
-    hands = {
-        0: "1m1m1m2m2m2m3m3m3m4m4m4m5m5m",
-        1: "1p1p1p2s2s2s3s3s3s4s4s4s7p",
-        2: "6p6p8p8p9p9p5s5s6s7s8s9s9s",
-        3: "5m6m7m8m9m9m9m6m7m8m5p5p5p",
-    }
-    wall = make_wall(0, hands)
-
-    class Greedy:
-        def act(self, obs, mask):
-            return np.where(mask[:, A.HU], A.HU, mask.argmax(-1))
-
+    wall = make_wall(0, TIANHU_HANDS)
     greedy = Greedy()
     env = SingleAgentEnv(learner_seat=1, opponents=greedy, hands_per_game=2)
     obs, info = env.reset(seed=0, options={"wall": wall, "dealer": 0})
@@ -197,10 +201,56 @@ def test_hands_before_the_first_decision_are_paid_at_the_first_step():
     _, reward, _, _, info = env.step(int(np.flatnonzero(mask)[0]))
     paid = first["deltas"][1] + sum(h["score"] for h in info["hands"][1:])
     assert reward == paid and info["hands"][0]["hand_no"] == 1
-    # with one hand per match, a match without a learner decision is skipped
-    env1 = SingleAgentEnv(learner_seat=1, opponents=greedy)
-    _, info = env1.reset(seed=0, options={"wall": wall, "dealer": 0})
-    assert info["skipped_matches"] == 1 and env1.action_masks().any()
+
+
+def test_a_given_wall_that_ends_before_the_learner_decides_is_refused():
+    """With one hand per match, the 天胡 wall above never reaches a learner decision: reset
+    says so instead of silently dealing other walls (it used to skip to another match)."""
+    wall = make_wall(0, TIANHU_HANDS)
+    env = SingleAgentEnv(learner_seat=1, opponents=Greedy())
+    msg = (
+        r"reset option 'wall' cannot be played to a learner decision: the hand dealt from it "
+        r"\(dealer seat 0\) ended before the learner's first decision \(zimo, winners \[0\]\)"
+    )
+    with pytest.raises(ValueError, match=msg):
+        env.reset(seed=0, options={"wall": wall, "dealer": 0})
+    with pytest.raises(RuntimeError, match=r"call reset\(\)"):
+        env.step(0)
+    env.reset(seed=0)  # a dealt match still plays
+    assert env.action_masks().any()
+
+
+class Breakable:
+    """An opponent that plays its first legal action until ``broken``, then its first illegal
+    one."""
+
+    needs_observation = False
+
+    def __init__(self):
+        self.broken = False
+
+    def act(self, obs, mask):
+        return (~mask if self.broken else mask).argmax(-1)
+
+
+def test_an_opponent_failing_mid_step_stops_the_env_until_reset():
+    """The opponent's error propagates unchanged; the game is left with an opponent to act, so
+    the next step must not play the learner's action for that opponent's seat."""
+    opponent = Breakable()
+    env = SingleAgentEnv(learner_seat=0, opponents=opponent)
+    env.reset(seed=0)
+    opponent.broken = True
+    with pytest.raises(IllegalActionError, match="opponent player_[123]"):
+        env.step(int(env.action_masks().argmax()))
+    assert int(env.game.actor[0]) != 0  # half-stepped: an opponent is to act
+    state = env.game.state.river_len.copy()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"an opponent failed .*call reset\(\)"):
+            env.step(int(env.game.mask[0].argmax()))
+    np.testing.assert_array_equal(env.game.state.river_len, state)  # nothing was played
+    opponent.broken = False
+    env.reset(seed=0)
+    env.step(int(env.action_masks().argmax()))
 
 
 def test_render_from_the_learners_seat():

@@ -255,6 +255,86 @@ def test_sb3_vec_env_constructor_seed_is_the_first_resets():
     assert not np.array_equal(first, a.reset())  # later resets draw new matches
 
 
+def test_sb3_vec_env_opponent_failing_mid_step_stops_until_reset():
+    """The opponent's error propagates unchanged; games are left with an opponent to act, so
+    later steps must not play the learner's actions for opponents' seats."""
+    broken = [False]
+
+    def maybe_illegal(obs, mask):
+        return (~mask if broken[0] else mask).argmax(1)
+
+    env = _sb3(num_envs=2, seed=0, opponent=Batched(maybe_illegal))
+    env.reset()
+    broken[0] = True
+    with pytest.raises(IllegalActionError, match=r"the opponent in env \d \(seat [123]\)"):
+        env.step(env.action_masks().argmax(1))
+    assert (env.game.actor != 0).any()  # half-stepped
+    rivers = env.game.state.river_len.copy()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"an opponent failed .*call reset\(\)"):
+            env.step(env.game.mask.argmax(1))
+    with pytest.raises(RuntimeError, match="an opponent failed"):
+        env.step_wait()
+    np.testing.assert_array_equal(env.game.state.river_len, rivers)  # nothing was played
+    broken[0] = False
+    env.reset()
+    env.step(env.action_masks().argmax(1))
+
+
+def test_sb3_vec_env_set_attr_is_checked_as_the_constructor():
+    env = _sb3(num_envs=3, seed=0)
+    env.reset()
+    for name, bad, err, match in [
+        ("learner_seat", 7, ValueError, "learner_seat must be a seat 0-3 or None, got 7"),
+        ("learner_seat", "1", ValueError, "learner_seat must be a seat 0-3 or None, got '1'"),
+        ("illegal_action", "bogus", ValueError, "illegal_action must be 'penalty' or 'raise'"),
+        ("illegal_reward", "x", TypeError, "illegal_reward must be a finite number, got 'x'"),
+    ]:
+        with pytest.raises(err, match=re.escape(match)):
+            env.set_attr(name, bad)
+        with pytest.raises(err, match=re.escape(match)):
+            _sb3(num_envs=3, **{name: bad})
+    assert env.get_attr("learner_seat") == [0] * 3 and env.illegal_action == "penalty"
+    env.set_attr("learner_seat", np.int64(2))
+    env.set_attr("illegal_reward", -3)
+    assert env.get_attr("learner_seat") == [2] * 3 and env.illegal_reward == -3.0
+    env.set_attr("illegal_reward", None)  # the default again
+    assert env.illegal_reward == -10.0
+
+
+def test_sb3_vec_env_action_masks_before_reset():
+    env = _sb3(num_envs=2, seed=0)
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before action_masks\(\)$"):
+        env.action_masks()
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before action_masks\(\)$"):
+        env.env_method("action_masks")
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before rendering$"):
+        env.get_images()
+    env.reset()
+    assert env.action_masks().any(1).all()
+
+
+def test_sb3_vec_env_pictures_for_video_recorders():
+    """SB3's ``VecVideoRecorder`` needs ``render_mode="rgb_array"`` and frames from ``render()``
+    (SB3 tiles ``get_images()``): one picture per game from the learner's seat."""
+    from stable_baselines3.common.vec_env.base_vec_env import tile_images
+
+    from zhuoji_env.picture import draw_game
+
+    env = _sb3(num_envs=3, seed=0, learner_seat=None, render_mode="rgb_array")
+    assert env.render_mode == "rgb_array" and "rgb_array" in env.metadata["render_modes"]
+    env.reset()
+    env.step(env.action_masks().argmax(1))
+    images = env.get_images()
+    assert len(images) == 3
+    for i, img in enumerate(images):
+        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+        np.testing.assert_array_equal(img, draw_game(env.game, i, viewer=int(env._seat[i])))
+    np.testing.assert_array_equal(env.render(), tile_images(images))
+    np.testing.assert_array_equal(env.render(mode="rgb_array", index=2), images[2])
+    assert "player_0" in env.render(mode="ansi", index=1)
+
+
 @pytest.mark.parametrize("players", [4, 3])
 def test_hidden_is_what_the_seat_to_act_cannot_see(players):
     """hidden(): every seat's concealed tiles and concealed kongs in the observer's seat order

@@ -29,7 +29,8 @@ The rules are those of ``docs/RULES.md``; this page documents the environment ar
 - ``render_mode``: ``None``, ``"ansi"`` (``render()`` returns the table as a string),
   ``"human"`` (prints it after every step and on ``render()``) or ``"rgb_array"``
   (``render()`` returns a uint8 ``[H, W, 3]`` picture of the table).
-- ``render_all`` (default False): show every seat's concealed tiles and concealed kongs.
+- ``render_all`` (default False): show every seat's concealed tiles and concealed kongs
+  (``True`` or ``False``: another value, such as ``"no"``, is a ``TypeError``).
 - ``viewer``: the seat whose concealed tiles are shown (default: the seat to act).
 - ``tile_style``: ``"code"`` (``5m``) or ``"unicode"`` (🀋).
 
@@ -140,13 +141,15 @@ caller may retry.
 
 ## Errors
 
-``step``, ``observe``, ``state`` and ``render`` before ``reset()`` raise ``RuntimeError``, and so
-does ``step`` once every agent has left after the end of the match. ``observe`` of an unknown
-agent raises ``ValueError`` listing the agents. ``reset(seed=...)`` takes ``None`` or a
-non-negative integer (``TypeError``/``ValueError`` otherwise); of ``options``, ``wall`` must
-hold 108 tiles, four of each kind, and ``dealer`` must be a seat given with a ``wall``; another
-key is a ``ValueError`` (but ``"options"``, which PettingZoo's ``api_test`` passes, is ignored).
-``illegal_reward`` must be a finite number (``TypeError``/``ValueError`` otherwise).
+``step``, ``observe``, ``state``, ``action_mask`` and ``render`` before ``reset()`` raise
+``RuntimeError``, and so does ``step`` once every agent has left after the end of the match.
+``observe`` of an unknown agent raises ``ValueError`` listing the agents; so does a ``viewer``
+of ``render``, ``render_text`` or ``render_picture`` that is not a seat. ``reset(seed=...)``
+takes ``None`` or a non-negative integer (``TypeError``/``ValueError`` otherwise); of
+``options``, ``wall`` must hold 108 tiles, four of each kind, and ``dealer`` must be a seat
+given with a ``wall``; another key is a ``ValueError`` (but ``"options"``, which PettingZoo's
+``api_test`` passes, is ignored). ``illegal_reward`` must be a finite number
+(``TypeError``/``ValueError`` otherwise).
 
 ## Rendering
 
@@ -184,6 +187,7 @@ from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.state import OVER
 from zhuoji_env.envs.common import (
     as_action,
+    check_flag,
     check_options,
     check_reset_options,
     check_seat,
@@ -244,7 +248,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
-        self.render_all = render_all
+        self.render_all = check_flag(render_all, "render_all")
         self.viewer = viewer
         self.tile_style = tile_style
         self.possible_agents = [f"player_{s}" for s in range(n)]
@@ -337,6 +341,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """bool ``[86]``: the legal actions of ``agent`` (default: the agent to act)."""
+        self._game("action_mask()")
         if agent is not None and agent not in self.agent_name_mapping:
             raise ValueError(f"unknown agent {agent!r}: the agents are {self.possible_agents}")
         return self._mask(self.agent_selection if agent is None else agent).copy()

@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import BatchGame, check_seed, is_integer
+from zhuoji_env.engine.game import BatchGame, as_generator, check_flag, check_seed, is_integer
 from zhuoji_env.engine.state import State
 from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
 from zhuoji_env.rules import SWITCHES, Rules
@@ -54,6 +54,8 @@ __all__ = [
     "RandomPolicy",
     "as_action",
     "as_actions",
+    "as_mask",
+    "check_flag",
     "check_illegal_mode",
     "check_num_envs",
     "check_opponent",
@@ -190,6 +192,8 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
         raise ValueError(f"{who} must be {_n_actions(k)} (shape ({k},)), got shape {arr.shape}")
     if arr.dtype == object:
         return np.array([as_action(x, who) for x in arr], dtype=np.int64)
+    if arr.dtype.kind in "iu" and not isinstance(actions, np.ndarray):
+        _refuse_bools(actions, who)
     if arr.dtype.kind not in "iu":  # signed or unsigned integers (not bool, float, str)
         raise TypeError(
             f"{who} must be integers 0-{A.NUM_ACTIONS - 1}, got an array of dtype {arr.dtype}: "
@@ -206,6 +210,14 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
             f"{who} must be integers 0-{A.NUM_ACTIONS - 1}, got {int(arr[j])} at index {j}"
         )
     return arr.astype(np.int64, copy=False)
+
+
+def _refuse_bools(actions, who: str) -> None:
+    """A ``TypeError`` (that of :func:`as_action`) for a bool in a sequence of actions, which
+    ``np.asarray`` would otherwise turn into 0 or 1 next to integers."""
+    for j, x in enumerate(np.asarray(actions, dtype=object).reshape(-1)):
+        if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == bool):
+            as_action(x, f"{who}[{j}]")
 
 
 def _n_actions(k: int) -> str:
@@ -244,6 +256,8 @@ def wall_rows(walls, b: int, name: str = "walls") -> np.ndarray:
     rows = np.zeros((b, NUM_TILES), dtype=np.int8)
     for i, w in enumerate(walls):
         where = f"{name}[{i}]" if name == "walls" else name
+        if isinstance(w, np.ndarray) and w.dtype.kind == "U":  # numpy strings: tile codes
+            w = w.tolist()
         if isinstance(w, str) or (isinstance(w, (list, tuple)) and w and isinstance(w[0], str)):
             try:
                 kinds = np.asarray(parse_tiles(w), dtype=np.int64)
@@ -392,11 +406,27 @@ def opponent_actions(
     return as_actions(acts, mask.shape[0], f"the actions of {who}")
 
 
+def as_mask(mask) -> np.ndarray:
+    """An action mask as bools: given as bools, or as numbers that are all 0 or 1. Anything
+    else is refused (``TypeError`` for another dtype, ``ValueError`` for other values): as
+    bools, a string mask's ``"False"`` or a 0.5 would count as legal."""
+    mask = np.asarray(mask)
+    if mask.dtype.kind == "b":
+        return mask
+    if mask.dtype.kind not in "iuf":
+        raise TypeError(f"mask must be bools or the numbers 0 and 1, got dtype {mask.dtype}")
+    other = (mask != 0) & (mask != 1)
+    if other.any():
+        bad = np.unique(mask[other])[:5].tolist()
+        raise ValueError(f"mask must be bools or the numbers 0 and 1, got the values {bad}")
+    return mask.astype(bool)
+
+
 class RandomPolicy:
     """Uniformly random legal actions from its own seeded generator; ``agents.RandomAgent``.
 
-    ``act(obs, mask)`` takes masks ``[k, 86]`` (or one ``[86]``; bool or 0/1) and returns ``k``
-    actions (or one int). It ignores the observation, which may be ``None``
+    ``act(obs, mask)`` takes masks ``[k, 86]`` (or one ``[86]``; :func:`as_mask`) and returns
+    ``k`` actions (or one int). It ignores the observation, which may be ``None``
     (``needs_observation = False``: environments skip encoding for it); one that is given must
     have the matching shape. ``reseed(seed)`` replaces its generator.
     """
@@ -405,14 +435,15 @@ class RandomPolicy:
     needs_observation = False
 
     def __init__(self, seed=None):
-        self.rng = np.random.default_rng(seed)
+        self.rng = as_generator(seed, "agent seed")
 
     def reseed(self, seed) -> None:
-        """Replace the random generator (``seed`` as for ``numpy.random.default_rng``)."""
-        self.rng = np.random.default_rng(seed)
+        """Replace the random generator (``seed`` as for
+        :func:`~zhuoji_env.engine.game.as_generator`)."""
+        self.rng = as_generator(seed, "agent seed")
 
     def act(self, obs, mask):
-        mask = np.asarray(mask).astype(bool, copy=False)
+        mask = as_mask(mask)
         single = mask.ndim == 1
         if single:
             mask = mask[None]

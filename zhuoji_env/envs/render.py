@@ -28,6 +28,7 @@ from zhuoji_env.engine.state import (
     TURN,
     State,
 )
+from zhuoji_env.envs.common import check_seat
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES, UNICODE, kind
 
@@ -77,8 +78,10 @@ def render_table(
     """A readable text table of game ``i`` seen by seat ``viewer`` (default: the seat to act).
 
     Only the viewer's concealed tiles are shown (all of them with ``reveal`` or once the hand is
-    over); others' concealed kongs are hidden likewise. Claimed discards are in brackets.
+    over); others' concealed kongs are hidden likewise. Claimed discards are in brackets. A
+    ``viewer`` that is not a seat is a ``ValueError``, as for the picture.
     """
+    check_seat("viewer", viewer, st.num_players)
     if tile_style not in ("code", "unicode"):
         raise ValueError(f"tile_style must be 'code' or 'unicode', got {tile_style!r}")
     glyphs = UNICODE if tile_style == "unicode" else CODES

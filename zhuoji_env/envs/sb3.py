@@ -45,14 +45,24 @@ for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVec
   naming the env index, the seat and the legal actions, before any game moves.
 - ``env_method("action_masks")`` returns the B learner masks (what ``MaskablePPO``'s
   ``get_action_masks`` stacks); ``action_masks()`` returns them as one bool ``[B, 86]`` array.
+- Rendering: ``render_mode`` ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"``.
+  ``render(mode, index)`` draws game ``index`` (default 0) seen from its learner seat as the
+  text table, or under ``"rgb_array"`` as the single-agent environment's picture; without an
+  index, ``"rgb_array"`` tiles every game's picture (SB3's ``VecEnv.render``), and
+  ``get_images()`` returns the B pictures: what SB3's ``VecVideoRecorder`` records.
 - ``seed(s)`` (SB3's convention) makes the next ``reset`` deal ``BatchGame(seed=s)``; the
   constructor's ``seed`` does the same for the first reset. ``get_attr``, ``set_attr`` and
-  other ``env_method`` calls act on the vector environment itself (all indices share it).
+  other ``env_method`` calls act on the vector environment itself (all indices share it);
+  ``set_attr`` of ``learner_seat``, ``illegal_action``, ``illegal_reward`` or ``opponent`` is
+  checked as the constructor checks it.
 - ``step``/``step_async`` before ``reset()``, ``step_async`` twice without ``step_wait``, and
-  ``step_wait`` without ``step_async`` raise ``RuntimeError``; ``render(index=i)`` and the
-  ``indices`` of ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` need game
-  indices 0..B-1 (``ValueError``). ``num_envs`` must be an integer >= 1 and ``illegal_reward``
-  a finite number.
+  ``step_wait`` without ``step_async`` raise ``RuntimeError``, and so do ``action_masks()``
+  and rendering before ``reset()``. An opponent that fails (its error propagates unchanged
+  from ``reset`` or ``step``) leaves games with an opponent to act: every later ``step``
+  raises ``RuntimeError`` until ``reset()``. ``render(index=i)`` and the ``indices`` of
+  ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` need game indices 0..B-1
+  (``ValueError``). ``num_envs`` must be an integer >= 1 and ``illegal_reward`` a finite
+  number.
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import tile_images
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.core import IllegalActionError
@@ -86,9 +97,12 @@ from zhuoji_env.envs.common import (
 )
 from zhuoji_env.envs.render import render_table
 from zhuoji_env.observation import encode
+from zhuoji_env.picture import draw_game
 from zhuoji_env.rules import Rules
 
 __all__ = ["SB3VecEnv"]
+
+_RENDER_MODES = (None, "ansi", "human", "rgb_array")
 
 
 class SB3VecEnv(VecEnv):
@@ -108,17 +122,17 @@ class SB3VecEnv(VecEnv):
     ):
         num_envs = check_num_envs(num_envs)
         self.rules = env_rules(SB3VecEnv, rules, switches)
-        n = self.rules.num_players
-        check_seat("learner_seat", learner_seat, n)
         seed = check_seed(seed)
-        check_illegal_mode(illegal_action)
-        if render_mode not in (None, "ansi", "human"):
-            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        if render_mode not in _RENDER_MODES:
+            raise ValueError(
+                f"render_mode must be None, 'ansi', 'human' or 'rgb_array', got {render_mode!r}"
+            )
+        # checked by the setters, which check set_attr's values the same way
         self.learner_seat = learner_seat
-        self.opponent = RandomPolicy() if opponent is None else opponent  # checked by the setter
+        self.opponent = RandomPolicy() if opponent is None else opponent
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
+        self.illegal_reward = illegal_reward
         self.game = BatchGame(self.rules, num_envs, seed=seed, auto_reset=False)
         self._rng = np.random.default_rng(seed)
         self._rows = np.arange(num_envs)
@@ -129,8 +143,10 @@ class SB3VecEnv(VecEnv):
         self._ep_start = np.full(num_envs, time.time())
         self._actions: np.ndarray | None = None
         self._started = False
+        self._failed: str | None = None
         self.skipped_matches = 0
         super().__init__(num_envs, observation_box(self.rules), spaces.Discrete(A.NUM_ACTIONS))
+        self.metadata["render_fps"] = 1
         if seed is not None:
             self.seed(seed)  # SB3's seeds: the first reset deals BatchGame(seed=seed)
 
@@ -143,6 +159,35 @@ class SB3VecEnv(VecEnv):
     def opponent(self, policy) -> None:
         check_opponent(policy, "opponent")
         self._opponent = policy
+
+    @property
+    def learner_seat(self) -> int | None:
+        """The learner's seat in every game, or ``None``: drawn per game and per hand."""
+        return self._learner_seat
+
+    @learner_seat.setter
+    def learner_seat(self, seat) -> None:
+        check_seat("learner_seat", seat, self.rules.num_players)
+        self._learner_seat = None if seat is None else int(seat)
+
+    @property
+    def illegal_action(self) -> str:
+        """What an illegal learner action does: ``"penalty"`` or ``"raise"``."""
+        return self._illegal_action
+
+    @illegal_action.setter
+    def illegal_action(self, mode) -> None:
+        check_illegal_mode(mode)
+        self._illegal_action = mode
+
+    @property
+    def illegal_reward(self) -> float:
+        """The learner's reward for an illegal action under ``"penalty"``."""
+        return self._illegal_reward
+
+    @illegal_reward.setter
+    def illegal_reward(self, value) -> None:
+        self._illegal_reward = illegal_penalty(self.rules, value)
 
     def seed(self, seed: int | None = None):
         """SB3's ``seed``: the next ``reset`` deals ``BatchGame(seed=seed)``."""
@@ -188,6 +233,30 @@ class SB3VecEnv(VecEnv):
         done[idx] = True
         new_ep[idx] = True
 
+    def _opponents_play(self, where: str, *args) -> None:
+        """:meth:`_play_opponents`; if an opponent fails in it (its error propagates unchanged),
+        games are left with an opponent to act, so every later step is refused until reset."""
+        try:
+            self._play_opponents(*args)
+        except BaseException as err:
+            self._failed = f"{type(err).__name__} in the middle of {where}"
+            raise
+
+    def _check_steppable(self) -> None:
+        """A step needs a reset, and a new one after an opponent failed mid-step."""
+        if self._failed is not None:
+            raise RuntimeError(
+                f"an opponent failed ({self._failed}), leaving games half-stepped with an "
+                f"opponent's seat to act: call reset() before step()"
+            )
+        if not self._started:
+            raise RuntimeError("call reset() before step(): no game waits on the learner yet")
+
+    def _require_reset(self, what: str) -> None:
+        """Before ``reset`` the constructor's games are not the learner's: refuse to show them."""
+        if not self._started:
+            raise RuntimeError(f"call reset() before {what}")
+
     def _play_opponents(self, rew, new_ep, done, terminal) -> None:
         g = self.game
         while True:
@@ -231,6 +300,8 @@ class SB3VecEnv(VecEnv):
         else:
             seed = int(self._rng.integers(2**63))
         self._reset_seeds()
+        self._started = False
+        self._failed = None
         if callable(getattr(self.opponent, "reseed", None)):
             self.opponent.reseed(int(self._rng.integers(2**63)))
         self.game.reset(int(seed))
@@ -242,14 +313,13 @@ class SB3VecEnv(VecEnv):
         self._actions = None
         b = self.num_envs
         new_ep = np.ones(b, dtype=bool)
-        self._play_opponents(np.zeros(b), new_ep, np.zeros(b, bool), {})
+        self._opponents_play("reset()", np.zeros(b), new_ep, np.zeros(b, bool), {})
         self.reset_infos = [{} for _ in range(b)]
         self._started = True
         return self._encode(self._rows, self._seat)
 
     def step_async(self, actions: np.ndarray) -> None:
-        if not self._started:
-            raise RuntimeError("call reset() before step(): no game waits on the learner yet")
+        self._check_steppable()
         if self._actions is not None:
             raise RuntimeError(
                 "step_async(actions) was called twice: call step_wait() after each step_async()"
@@ -257,6 +327,7 @@ class SB3VecEnv(VecEnv):
         self._actions = as_actions(actions, self.num_envs, "actions")
 
     def step_wait(self):
+        self._check_steppable()
         if self._actions is None:
             raise RuntimeError("step_wait() needs the actions of step_async(actions) first")
         g = self.game
@@ -283,7 +354,7 @@ class SB3VecEnv(VecEnv):
             self._draw_seats(bad)
         out = g.step(np.where(legal, acts, -1), legal)
         self._credit(out, rew, new_ep, done, terminal)
-        self._play_opponents(rew, new_ep, done, terminal)
+        self._opponents_play("step()", rew, new_ep, done, terminal)
         self._ep_ret += rew
         self._ep_len += 1
         now = time.time()
@@ -306,7 +377,8 @@ class SB3VecEnv(VecEnv):
         return obs, rew.astype(np.float32), done, infos
 
     def action_masks(self) -> np.ndarray:
-        """bool ``[B, 86]``: the learner's legal actions in every game."""
+        """bool ``[B, 86]``: the learner's legal actions in every game (after ``reset``)."""
+        self._require_reset("action_masks()")
         return self.game.mask.copy()
 
     def close(self) -> None:
@@ -347,6 +419,7 @@ class SB3VecEnv(VecEnv):
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
         idx = self._get_indices(indices)
         if method_name == "action_masks":
+            self._require_reset("action_masks()")
             return [self.game.mask[i].copy() for i in idx]
         result = getattr(self, method_name)(*method_args, **method_kwargs)
         return [result for _ in idx]
@@ -354,12 +427,30 @@ class SB3VecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
 
-    def render(self, mode: str | None = None, index: int = 0) -> str | None:
-        """The table of game ``index`` seen from the learner's seat (``"human"``: printed)."""
-        index = self._index(index)
+    def get_images(self) -> list[np.ndarray]:
+        """SB3's ``get_images``: one uint8 ``[H, W, 3]`` picture per game, seen from the learner's
+        seat (:func:`zhuoji_env.picture.draw_game`, the single-agent environment's frame)."""
+        self._require_reset("rendering")
+        return [self._picture(i) for i in range(self.num_envs)]
+
+    def _picture(self, i: int) -> np.ndarray:
+        """Game ``i`` as a picture from its learner seat."""
+        return draw_game(self.game, i, viewer=int(self._seat[i]))
+
+    def render(self, mode: str | None = None, index: int | None = None) -> str | np.ndarray | None:
+        """The table seen from the learner's seat: of game ``index`` (default 0) as text
+        (``"ansi"``: returned; ``"human"``: printed), or as a picture (``"rgb_array"``): game
+        ``index``'s, or by default every game's tiled into one (SB3's ``VecEnv.render``, the
+        frame ``VecVideoRecorder`` records)."""
+        if index is not None:
+            index = self._index(index)
         mode = mode or self.render_mode
-        if mode not in (None, "ansi", "human"):
-            raise ValueError(f"mode must be None, 'ansi' or 'human', got {mode!r}")
+        if mode not in _RENDER_MODES:
+            raise ValueError(f"mode must be None, 'ansi', 'human' or 'rgb_array', got {mode!r}")
+        self._require_reset("rendering")
+        if mode == "rgb_array":
+            return tile_images(self.get_images()) if index is None else self._picture(index)
+        index = 0 if index is None else index
         g = self.game
         text = render_table(
             self.rules,

@@ -26,6 +26,9 @@ Construction
       skipped). At every ``reset`` a policy with a ``reseed(seed)`` method is reseeded from the
       environment's generator. An opponent's answer must be one integer action (a ``TypeError``
       or ``ValueError`` otherwise) and legal (:class:`~zhuoji_env.IllegalActionError` otherwise).
+      An opponent that fails (any error of its own, or such an answer) leaves the game with an
+      opponent to act: its error propagates from ``step`` (or ``reset``), and every later
+      ``step`` raises ``RuntimeError`` until ``reset``.
     - ``illegal_action``: ``"penalty"`` (default; PettingZoo's ``TerminateIllegalWrapper``
       convention, what Gymnasium's and SB3's ``check_env`` need: an illegal learner action ends
       the episode with reward ``illegal_reward``, default ``-10 * u * base_stake`` where ``u``
@@ -42,7 +45,10 @@ Spaces
     ``zhuoji-obs-v1`` observation (``zhuoji_env.observation``; bounds as in the AEC
     environment). ``action_space`` is ``Discrete(86)`` (``zhuoji_env.engine.actions``).
     ``action_masks()`` returns the bool ``[86]`` legal-action mask, the method ``MaskablePPO``
-    looks for; ``info["action_mask"]`` carries it too.
+    looks for; ``info["action_mask"]`` carries it too. It is all False once the episode is
+    over: under Gymnasium's next-step autoreset (its vector environments' default) a finished
+    env's row of ``call("action_masks")`` stays all False until the next ``step`` resets it
+    (ignoring its action), so a masked policy must accept an all-False row.
 
 Episodes and rewards
     An episode is one match of ``hands_per_game`` hands (default 1). ``reset`` deals a match and
@@ -53,7 +59,8 @@ Episodes and rewards
     that ends before the learner's first decision of the match (it is possible: a 天胡, or a win
     on the first discards before the learner's turn) is paid in the first step's reward. A match
     that ends before the learner has any decision at all is skipped: another is dealt (counted
-    in the reset info's ``"skipped_matches"``). There is no truncation.
+    in the reset info's ``"skipped_matches"``), except one dealt from a given ``wall`` (below),
+    which is a ``ValueError`` rather than a wall silently replaced. There is no truncation.
 
     ``info`` of a step holds ``"seat"`` (the learner's seat now), ``"action_mask"``, and, when
     hands ended, ``"hands"``: one dict per hand with ``"hand_no"``, ``"seat"`` (the learner's
@@ -64,9 +71,11 @@ Determinism
     ``reset(seed=s)`` fixes everything that follows: the walls and dealers, the learner's seats,
     and the default opponents' choices. ``reset()`` without a seed continues the generator.
     ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall (108
-    tiles, four of each kind; ``dealer`` a seat); another option is a ``ValueError``. ``step``
-    before ``reset`` or after the end of the episode raises ``RuntimeError``.
-    ``illegal_reward`` must be a finite number.
+    tiles, four of each kind, as kinds or tile codes (a string, a list or a numpy string
+    array); ``dealer`` a seat); another option is a ``ValueError``, and so is a wall whose
+    match ends before the learner's first decision. ``step`` before ``reset``, after the end of
+    the episode or after an opponent failed raises ``RuntimeError``. ``illegal_reward`` must be
+    a finite number; ``render_all`` is ``True`` or ``False`` (a ``TypeError`` otherwise).
 
 Rendering
     ``render_mode="ansi"`` returns, ``"human"`` prints, the table of
@@ -90,6 +99,7 @@ from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.common import (
     RandomPolicy,
     as_action,
+    check_flag,
     check_opponent,
     check_options,
     check_reset_options,
@@ -142,7 +152,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
-        self.render_all = render_all
+        self.render_all = check_flag(render_all, "render_all")
         self.tile_style = tile_style
         self.observation_space = observation_box(self.rules)
         self.action_space = spaces.Discrete(A.NUM_ACTIONS)
@@ -153,6 +163,7 @@ class SingleAgentEnv(gymnasium.Env):
         self._hands: list[dict[str, Any]] = []
         self._carry = 0.0
         self._last_result: dict[str, Any] | None = None
+        self._failed: str | None = None
 
     @staticmethod
     def _opponent_list(opponents, n: int) -> list:
@@ -178,6 +189,8 @@ class SingleAgentEnv(gymnasium.Env):
             wall = wall_rows([options["wall"]], 1, "wall")
             dealer = dealer_rows(options.get("dealer", 0), 1, self.rules.num_players, "dealer")
         super().reset(seed=seed)
+        self._done = True  # until a learner decision is reached
+        self._failed = None
         rng = self.np_random
         seen = set()
         for p in self.opponents:
@@ -189,19 +202,33 @@ class SingleAgentEnv(gymnasium.Env):
         while True:
             match_seed = int(rng.integers(2**63))
             self.game = match_game(self.game, self.rules, match_seed)
-            if "wall" in options and skipped == 0:
+            if "wall" in options:
                 self.game.state = core.deal(self.rules, wall, dealer, 0)
             self.records = []
             self._hands = []
             self._last_result = None
             self._draw_seat()
-            self._carry, over = self._advance()
+            self._carry, over = self._opponents_play("reset()")
             if not over:
                 break
+            if "wall" in options:
+                raise ValueError(self._unplayable_wall(int(dealer[0])))
             skipped += 1
         self._done = False
         info = {"seat": self.seat, "action_mask": self.action_masks(), "skipped_matches": skipped}
         return self._obs(), info
+
+    def _unplayable_wall(self, dealer: int) -> str:
+        """Why the given wall is refused: its match ended before the learner ever decided, and
+        dealing another wall in its place would silently drop the one asked for."""
+        r = self._last_result or {}
+        return (
+            f"reset option 'wall' cannot be played to a learner decision: the hand dealt from it "
+            f"(dealer seat {dealer}) ended before the learner's first decision ({r.get('end')}, "
+            f"winners {r.get('winners')}), ending the match with no decision for the learner "
+            f"(seat {self.seat}); no other wall is dealt in its place: give another wall or "
+            f"dealer, or hands_per_game > 1"
+        )
 
     def _draw_seat(self) -> None:
         if self.learner_seat is None:
@@ -249,9 +276,23 @@ class SingleAgentEnv(gymnasium.Env):
             reward += self._apply(a)
         return reward, True
 
+    def _opponents_play(self, where: str) -> tuple[float, bool]:
+        """:meth:`_advance`; if an opponent fails in it (its error propagates unchanged), the
+        game is left with an opponent to act, so every later ``step`` is refused until reset."""
+        try:
+            return self._advance()
+        except BaseException as err:
+            self._failed = f"{type(err).__name__} in the middle of {where}"
+            raise
+
     def step(self, action):
         if self.game is None:
             raise RuntimeError("call reset() before step()")
+        if self._failed is not None:
+            raise RuntimeError(
+                f"an opponent failed ({self._failed}), leaving the game half-stepped with an "
+                f"opponent's seat to act: call reset() before step()"
+            )
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         g = self.game
@@ -272,7 +313,7 @@ class SingleAgentEnv(gymnasium.Env):
             return self._obs(), reward, True, False, info
         reward = self._carry + self._apply(a)
         self._carry = 0.0
-        more, over = self._advance()
+        more, over = self._opponents_play("step()")
         reward += more
         self._done = over
         info: dict[str, Any] = {"seat": self.seat, "action_mask": self.action_masks()}
@@ -290,7 +331,13 @@ class SingleAgentEnv(gymnasium.Env):
         return encode_one(g.state, 0, s, g.scores, g.hand_no, self.rules.hands_per_game)
 
     def action_masks(self) -> np.ndarray:
-        """bool ``[86]``: the learner's legal actions (all false once the episode is over)."""
+        """bool ``[86]``: the learner's legal actions (all false once the episode is over).
+
+        Under Gymnasium's next-step autoreset (the default of its vector environments) a finished
+        env is reset only by the next ``step``, whose action is ignored, so until then its row
+        of ``call("action_masks")`` is all False: a masked policy must accept such a row (for
+        example, take any action for it) rather than sample from an empty mask.
+        """
         g = self.game
         if g is None or self._done or g.over[0] or int(g.actor[0]) != self.seat:
             return np.zeros(A.NUM_ACTIONS, dtype=bool)

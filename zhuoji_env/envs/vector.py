@@ -2,8 +2,9 @@
 
 SelfPlayVecEnv: every seat of B games, one shared policy
 ====================================================================
-``SelfPlayVecEnv(num_envs=1024, rules="guiyang", seed=None, reward_scale=1.0, **switches)``
-(``num_envs`` an integer >= 1, ``reward_scale`` a finite number > 0) runs B games of
+``SelfPlayVecEnv(num_envs=1024, rules="guiyang", seed=None, encode_obs=True, keep_records=False,
+reward_scale=1.0, **switches)`` (``num_envs`` an integer >= 1, ``encode_obs`` and
+``keep_records`` ``True`` or ``False``, ``reward_scale`` a finite number > 0) runs B games of
 ``BatchGame(B, auto_reset=True)`` in lock-step. In every game exactly one seat decides at a
 time (RULES.md 3), so a step takes one action per game, for whichever seat is asked:
 
@@ -78,6 +79,7 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.envs.common import (
     as_actions,
+    check_flag,
     check_num_envs,
     check_reset_options,
     check_reward,
@@ -138,7 +140,7 @@ class SelfPlayVecEnv:
         seed = check_seed(seed)
         self.num_envs = num_envs
         self.num_players = self.rules.num_players
-        self.encode_obs = encode_obs
+        self.encode_obs = check_flag(encode_obs, "encode_obs")
         self.reward_scale = check_reward(reward_scale, "reward_scale", positive=True)
         self.observation_space = observation_box(self.rules)
         self.action_space = spaces.Discrete(A.NUM_ACTIONS)
