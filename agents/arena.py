@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import DEVICES, Agent, decide
+from agents.base import DEVICES, Agent, add_note, decide
 from agents.registry import make_agent, on_device, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals
@@ -765,7 +765,7 @@ def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> N
         except ImportError as exc:
             parser.error(f"--plugin {module!r}: cannot import it ({exc})")
         except Exception as exc:
-            exc.add_note(f"raised while importing --plugin {module!r}")
+            add_note(exc, f"raised while importing --plugin {module!r}")
             raise
 
 

@@ -94,6 +94,15 @@ class Agent:
         return f"{type(self).__name__}()"
 
 
+def add_note(exc: BaseException, text: str) -> None:
+    """``exc.add_note(text)`` (Python 3.11+). Python 3.10 has no notes: there the text joins
+    the message of an exception whose first argument is a string, so that it is still shown."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)
+    elif exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]} ({text})", *exc.args[1:])
+
+
 def agent_label(agent) -> str:
     """How errors name ``agent``: the spec :func:`agents.make_agent` made it from, else its
     repr."""
@@ -140,7 +149,7 @@ def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -
     except AgentActionError:
         raise
     except Exception as exc:
-        exc.add_note(f"raised by agent {agent_label(agent)} deciding {len(g)} game(s)")
+        add_note(exc, f"raised by agent {agent_label(agent)} deciding {len(g)} game(s)")
         raise
     return actions if isinstance(agent, Agent) else checked_actions(agent, actions, mask)
 

@@ -20,7 +20,7 @@ from agents import (
     register_agent,
 )
 from agents.arena import run_arena
-from agents.base import P_RESPONSE, P_ROB, decide, live_counts, phase, visible_counts
+from agents.base import P_RESPONSE, P_ROB, add_note, decide, live_counts, phase, visible_counts
 from agents.rule import poisson_sf
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
@@ -446,3 +446,19 @@ def test_agents_refuse_masks_observations_and_seeds_that_are_not_what_they_say()
             make_agent("rule").reseed(seed)
     a, b = make_agent("greedy", seed=[7, np.int64(2)]), make_agent("greedy", seed=(7, 2))
     assert a.act(obs, mask).tolist() == b.act(obs, mask).tolist()
+
+
+def test_add_note_where_python_has_no_notes():
+    """Python 3.10 has no add_note: there the note joins the message, so it is still shown."""
+
+    class Old(ValueError):
+        @property
+        def add_note(self):
+            raise AttributeError("add_note")
+
+    exc = Old("bad thing", 3)
+    add_note(exc, "raised by agent 'x'")
+    assert exc.args == ("bad thing (raised by agent 'x')", 3)
+    new = ValueError("bad thing")
+    add_note(new, "raised by agent 'x'")
+    assert new.args == ("bad thing",) and new.__notes__ == ["raised by agent 'x'"]
