@@ -142,9 +142,10 @@ def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -
     seats' observations and masks): ``act``, or ``act_view`` with the public view of the games
     for an agent that ``needs_view``; checked (:func:`checked_actions`) where ``Agent.act`` has
     not already checked them. An exception the agent raises carries a note naming it."""
+    view = public_view(st, g) if getattr(agent, "needs_view", False) else None
     try:
-        if getattr(agent, "needs_view", False):
-            return checked_actions(agent, agent.act_view(obs, mask, public_view(st, g)), mask)
+        if view is not None:
+            return checked_actions(agent, agent.act_view(obs, mask, view), mask)
         actions = agent.act(obs, mask)
     except AgentActionError:
         raise

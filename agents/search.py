@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, as_mask
+from agents.base import Agent
 from agents.simple import RandomAgent
 from zhuoji_env import belief
 from zhuoji_env.engine import core
 from zhuoji_env.engine.state import OVER, State
+from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import SLICES, encode
 from zhuoji_env.rules import Rules
 

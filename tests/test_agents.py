@@ -26,7 +26,7 @@ from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, TURN
+from zhuoji_env.engine.state import BAOTING_DISCARD, OVER, RESPONSE, TURN
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import to_counts
@@ -462,3 +462,15 @@ def test_add_note_where_python_has_no_notes():
     new = ValueError("bad thing")
     add_note(new, "raised by agent 'x'")
     assert new.args == ("bad thing",) and new.__notes__ == ["raised by agent 'x'"]
+
+
+def test_decide_does_not_blame_the_agent_for_the_view():
+    """The public view is made before the agent is asked: an error there (a finished game has
+    no view) carries no note naming the agent."""
+    game = BatchGame("guiyang", batch_size=2, seed=0)
+    game.state.phase[1] = OVER
+    agent = make_agent("search:rule:k=2")
+    obs = np.zeros((1, OBS_SIZE), np.float32)
+    with pytest.raises(ValueError, match="game 1 is over") as info:
+        decide(agent, obs, game.state.mask[1:], game.state, np.array([1]))
+    assert not getattr(info.value, "__notes__", None)

@@ -420,3 +420,16 @@ def test_random_actions_takes_a_generator_or_a_seed():
     for rng, error in ((-1, ValueError), (1.5, TypeError), ("x", TypeError)):
         with pytest.raises(error, match=r"^rng must be a numpy.random.Generator, None, a non-"):
             game.random_actions(rng)
+
+
+def test_as_generator_takes_what_numpy_seeds_with():
+    """SeedSequence, BitGenerator and a 0-d integer array seed as numpy does (the last failed
+    with numpy's 'len() of unsized object'); a legacy RandomState is refused by name."""
+    from zhuoji_env.engine.game import as_generator
+
+    want = np.random.default_rng(5).integers(1000, size=4).tolist()
+    for seed in (5, np.int64(5), np.array(5), np.random.SeedSequence(5), np.random.PCG64(5)):
+        assert as_generator(seed).integers(1000, size=4).tolist() == want
+    assert as_generator([1, 2]).integers(1000) == np.random.default_rng([1, 2]).integers(1000)
+    with pytest.raises(TypeError, match=r"^agent seed must be .*got RandomState"):
+        as_generator(np.random.RandomState(0), "agent seed")

@@ -114,15 +114,19 @@ def as_generator(seed, name: str = "rng") -> np.random.Generator:
     for ``None`` (fresh entropy), a non-negative integer or a non-empty sequence of them (the
     arena seeds its agents with ``[seed, table, chunk]``); ``TypeError``/``ValueError`` naming
     ``name`` otherwise (numpy would take ``True`` as 1, and say nothing of ``name``)."""
-    if seed is None or isinstance(seed, np.random.Generator):
+    numpy_seed = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)
+    if seed is None or isinstance(seed, numpy_seed):
         return np.random.default_rng(seed)
     items = list(seed) if isinstance(seed, (list, tuple, np.ndarray)) and np.ndim(seed) else [seed]
-    allowed = "a numpy.random.Generator, None, a non-negative integer or a sequence of them"
+    allowed = (
+        "a numpy.random.Generator (or BitGenerator or SeedSequence), None, a non-negative "
+        "integer or a sequence of them"
+    )
     if not items or not all(is_integer(s) for s in items):
         raise TypeError(f"{name} must be {allowed}, got {seed!r}")
     if any(int(s) < 0 for s in items):
         raise ValueError(f"{name} must be {allowed}, got {seed!r}")
-    return np.random.default_rng(seed)
+    return np.random.default_rng(int(seed) if np.ndim(seed) == 0 else seed)
 
 
 class BatchGame:

@@ -143,8 +143,9 @@ caller may retry.
 
 ``step``, ``observe``, ``state``, ``action_mask`` and ``render`` before ``reset()`` raise
 ``RuntimeError``, and so does ``step`` once every agent has left after the end of the match.
-``observe`` of an unknown agent raises ``ValueError`` listing the agents; so does a ``viewer``
-of ``render``, ``render_text`` or ``render_picture`` that is not a seat. ``reset(seed=...)``
+``observe`` of an unknown agent raises ``ValueError`` listing the agents; a ``viewer`` of
+``render``, ``render_text`` or ``render_picture`` that is not a seat raises ``ValueError``
+naming the seats. ``reset(seed=...)``
 takes ``None`` or a non-negative integer (``TypeError``/``ValueError`` otherwise); of
 ``options``, ``wall`` must hold 108 tiles, four of each kind, and ``dealer`` must be a seat
 given with a ``wall``; another key is a ``ValueError`` (but ``"options"``, which PettingZoo's
@@ -183,11 +184,10 @@ from zhuoji_env.belief import PublicView, public_view
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.engine.state import OVER
 from zhuoji_env.envs.common import (
     as_action,
-    check_flag,
     check_options,
     check_reset_options,
     check_seat,

@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import BatchGame, as_generator, check_flag, check_seed, is_integer
+from zhuoji_env.engine.game import BatchGame, as_generator, check_seed, is_integer
 from zhuoji_env.engine.state import State
 from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
 from zhuoji_env.rules import SWITCHES, Rules
@@ -55,7 +55,6 @@ __all__ = [
     "as_action",
     "as_actions",
     "as_mask",
-    "check_flag",
     "check_illegal_mode",
     "check_num_envs",
     "check_opponent",
@@ -192,7 +191,7 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
         raise ValueError(f"{who} must be {_n_actions(k)} (shape ({k},)), got shape {arr.shape}")
     if arr.dtype == object:
         return np.array([as_action(x, who) for x in arr], dtype=np.int64)
-    if arr.dtype.kind in "iu" and not isinstance(actions, np.ndarray):
+    if arr.dtype.kind in "iu" and isinstance(actions, (list, tuple)):
         _refuse_bools(actions, who)
     if arr.dtype.kind not in "iu":  # signed or unsigned integers (not bool, float, str)
         raise TypeError(
@@ -213,8 +212,9 @@ def as_actions(actions, k: int, who: str) -> np.ndarray:
 
 
 def _refuse_bools(actions, who: str) -> None:
-    """A ``TypeError`` (that of :func:`as_action`) for a bool in a sequence of actions, which
-    ``np.asarray`` would otherwise turn into 0 or 1 next to integers."""
+    """A ``TypeError`` (that of :func:`as_action`) for a bool in a list or tuple of actions,
+    which ``np.asarray`` would otherwise turn into 0 or 1 next to integers (an integer array or
+    tensor holds no bools, and is not looped over)."""
     for j, x in enumerate(np.asarray(actions, dtype=object).reshape(-1)):
         if isinstance(x, (bool, np.bool_)) or (isinstance(x, np.ndarray) and x.dtype == bool):
             as_action(x, f"{who}[{j}]")

@@ -48,7 +48,9 @@ Spaces
     looks for; ``info["action_mask"]`` carries it too. It is all False once the episode is
     over: under Gymnasium's next-step autoreset (its vector environments' default) a finished
     env's row of ``call("action_masks")`` stays all False until the next ``step`` resets it
-    (ignoring its action), so a masked policy must accept an all-False row.
+    (ignoring its action), so a masked policy must handle an all-False row: the package's
+    agents refuse one (``every mask row needs at least one legal action``), so drop such rows
+    before ``agent.act`` and give those envs any action.
 
 Episodes and rewards
     An episode is one match of ``hands_per_game`` hands (default 1). ``reset`` deals a match and
@@ -95,11 +97,10 @@ from gymnasium import spaces
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.envs.common import (
     RandomPolicy,
     as_action,
-    check_flag,
     check_opponent,
     check_options,
     check_reset_options,
@@ -335,8 +336,9 @@ class SingleAgentEnv(gymnasium.Env):
 
         Under Gymnasium's next-step autoreset (the default of its vector environments) a finished
         env is reset only by the next ``step``, whose action is ignored, so until then its row
-        of ``call("action_masks")`` is all False: a masked policy must accept such a row (for
-        example, take any action for it) rather than sample from an empty mask.
+        of ``call("action_masks")`` is all False: a masked policy must handle such a row rather
+        than sample from an empty mask (the package's agents refuse one: drop those rows before
+        ``agent.act`` and give those envs any action).
         """
         g = self.game
         if g is None or self._done or g.over[0] or int(g.actor[0]) != self.seat:

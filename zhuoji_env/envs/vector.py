@@ -76,10 +76,9 @@ from gymnasium import spaces
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.envs.common import (
     as_actions,
-    check_flag,
     check_num_envs,
     check_reset_options,
     check_reward,
