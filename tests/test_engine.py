@@ -418,7 +418,7 @@ def test_random_actions_takes_a_generator_or_a_seed():
     assert np.array_equal(game.random_actions(np.int64(7)), want)
     assert game.mask[np.arange(3), game.random_actions(None)].all()
     for rng, error in ((-1, ValueError), (1.5, TypeError), ("x", TypeError)):
-        with pytest.raises(error, match=r"^rng must be a numpy.random.Generator, None, a non-"):
+        with pytest.raises(error, match=r"^rng must be a numpy.random.Generator \(or BitGenerator"):
             game.random_actions(rng)
 
 
