@@ -24,6 +24,8 @@ observation blocks (:func:`block_ablation`) and for asking another agent what it
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,12 +33,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.arena import deal_walls, game_stats, label_order, labels_of, seatings
+from agents.arena import (
+    check_agent,
+    deal_walls,
+    game_stats,
+    integer_at_least,
+    label_order,
+    named_agents,
+    seatings,
+)
 from agents.base import Agent, decide
 from agents.registry import make_agent
 from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import is_integer
 from zhuoji_env.engine.records import deltas, record_of
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER
 from zhuoji_env.observation import LAYOUT, OBS_SIZE, SLICES, block, encode
@@ -76,7 +87,10 @@ class Play:
     agents: list[Agent] = field(repr=False, default_factory=list)
 
     def agent(self, label: str) -> Agent:
-        """The agent object behind a label."""
+        """The agent object behind a label; ``ValueError`` listing the labels for another
+        (the check every per-agent table makes first)."""
+        if not isinstance(label, str) or label not in self.labels:
+            raise ValueError(f"no agent {label!r} in this play: its labels are {self.labels}")
         return self.agents[self.labels.index(label)]
 
 
@@ -95,14 +109,12 @@ def play_traced(
     The games are the arena's (``run_arena(agents, deals, seed, rules, seating=seating)`` plays
     the same hands when its deals fit one chunk): deal ``d`` is game ``d`` of a
     ``BatchGame(rules, seed=seed)``, and the agents are reseeded as in the arena's first chunk.
+    ``agents`` and ``labels`` are checked as the arena's (:func:`agents.arena.named_agents`).
     """
-    if isinstance(deals, bool) or not isinstance(deals, int) or deals < 1:
-        raise ValueError(f"deals must be an integer >= 1, got {deals!r}")
+    deals = integer_at_least("deals", deals, 1)
+    seed = integer_at_least("seed", seed, 0)
+    agents, specs, labels = named_agents(agents, labels)
     rules = Rules.make(rules)
-    specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
-    labels = list(labels) if labels is not None else labels_of(specs)
-    if len(labels) != len(agents):
-        raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
     order = label_order(labels, specs)  # as the arena plays them: the order given is moot
     objs = [
         make_agent(agents[k], seed=[seed, i], rules=rules)
@@ -256,7 +268,8 @@ def ledger_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
         if "result" not in rec:
             raise ValueError(f"record {g} has no result: the hand is not over")
         agents = rec.get("agents")
-        for payer, payee, amount, item in rec["result"]["ledger"]:
+        for k, (payer, payee, amount, item) in enumerate(rec["result"]["ledger"]):
+            _check_ledger_line(f"record {g}, ledger line {k}", payer, payee, item, agents)
             row = {
                 "game": g,
                 "payer": int(payer),
@@ -271,6 +284,21 @@ def ledger_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     cols = ["game", "payer", "payee", "item", "label", "amount", "payer_agent", "payee_agent"]
     df = pd.DataFrame(rows, columns=cols)
     return df if any(r.get("agents") for r in records) else df.drop(columns=cols[-2:])
+
+
+def _check_ledger_line(where: str, payer, payee, item, agents) -> None:
+    """Refuse a ledger line whose item is not RULES.md 7's or whose seats are not seat indices
+    (within the record's ``agents`` list where it has one)."""
+    if not isinstance(item, str) or item not in ITEM_LABELS:
+        raise ValueError(f"{where}: unknown item {item!r}: allowed {list(ITEM_LABELS)}")
+    for role, seat in (("payer", payer), ("payee", payee)):
+        if not is_integer(seat) or seat < 0:
+            raise ValueError(f"{where}: {role} {seat!r} is not a seat (an integer >= 0)")
+        if agents is not None and seat >= len(agents):
+            raise ValueError(
+                f"{where}: {role} {seat!r} is not a seat of the record's agents list, which "
+                f"names {len(agents)} seats (0-{len(agents) - 1})"
+            )
 
 
 def item_sources(play: Play) -> pd.DataFrame:
@@ -324,10 +352,12 @@ def win_values(play: Play) -> pd.DataFrame:
 def agreement(play: Play, label: str, reference: str | Agent, seed: int = 0) -> pd.DataFrame:
     """How often agent ``label``'s decisions equal what ``reference`` (a spec or an agent)
     would choose in the same observations, by decision type (phase) and overall."""
+    play.agent(label)
+    check_agent(reference, "reference")
     ref = (
         make_agent(reference, seed=seed, rules=play.rules)
         if isinstance(reference, str)
-        else (reference)
+        else reference
     )
     sel = np.flatnonzero(play.decisions["agent"].to_numpy() == label)
     if not sel.size:
@@ -344,6 +374,7 @@ def discard_choice(play: Play, label: str) -> pd.DataFrame:
     """Agent ``label``'s discards by the shanten of its hand before discarding: how many, the
     share that keep the least shanten (the observation's ``best_discard`` block), and the mean
     number of kinds whose discard would leave the hand ready (its choices at shanten 0)."""
+    play.agent(label)
     d = play.decisions
     d = d[(d.agent == label) & (d.kind == "discard")]
     if d.empty:
@@ -359,6 +390,7 @@ def claims(play: Play, label: str) -> pd.DataFrame:
     """Agent ``label``'s answers to offered claims (``hu``, ``pong``, ``kong``: a claimed kong,
     or its own concealed or added kong in its turn): how often offered and taken, and the mean
     hand score of the seat when it took the claim and when it let it go."""
+    play.agent(label)
     d = play.decisions[play.decisions.agent == label]
     rows = []
     for offer, col, kinds in (
@@ -383,8 +415,23 @@ def claims(play: Play, label: str) -> pd.DataFrame:
 def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) -> pd.DataFrame:
     """Which observation blocks matter to a policy: each block zeroed in turn over agent
     ``label``'s decisions, the share of decisions whose most likely action changes and the mean
-    total-variation distance between the policies, sorted by that distance."""
+    total-variation distance between the policies, sorted by that distance. ``blocks``: a list
+    of block names (default: every block)."""
     agent = play.agent(label)
+    if blocks is not None:
+        if isinstance(blocks, str) or not isinstance(blocks, (list, tuple)):
+            raise TypeError(
+                f"blocks must be a list of observation block names (or None for all), got "
+                f"{blocks!r}"
+            )
+        if not blocks:
+            raise ValueError(
+                f"blocks is empty: name at least one of {list(SLICES)}, or None for all"
+            )
+    names = [name for name, _ in LAYOUT] if blocks is None else list(blocks)
+    for name in names:
+        if name not in SLICES:
+            raise ValueError(f"unknown observation block {name!r}: allowed {list(SLICES)}")
     if getattr(getattr(agent, "net", None), "obs_version", None) == VERSION_RULE:
         raise ValueError(
             f"agent {label!r} reads rule's advice ({VERSION_RULE}), which is worked out from the "
@@ -397,11 +444,8 @@ def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) 
     if base is None:
         raise ValueError(f"agent {label!r} has no policy to ablate (module doc)")
     p0 = base[0]
-    names = [name for name, _ in LAYOUT] if blocks is None else list(blocks)
     rows = []
     for name in names:
-        if name not in SLICES:
-            raise ValueError(f"unknown observation block {name!r}: allowed {list(SLICES)}")
         o = obs.copy()
         o[:, SLICES[name]] = 0
         p = policy_outputs(agent, o, mask)[0]
@@ -417,7 +461,26 @@ def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) 
 
 def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> pd.DataFrame:
     """Value estimate (divided by ``scale``, e.g. the training ``reward_scale``) against the
-    realised hand score, in quantile bins of the estimate: mean estimate, mean score, count."""
+    realised hand score, in quantile bins of the estimate: mean estimate, mean score, count.
+    ``decisions``: rows of :attr:`Play.decisions`; ``scale`` a finite number > 0; ``bins`` an
+    integer >= 1."""
+    if not isinstance(decisions, pd.DataFrame):
+        raise TypeError(f"decisions must be a DataFrame (Play.decisions), got {type(decisions)}")
+    missing = [c for c in ("value", "final_score") if c not in decisions.columns]
+    if missing:
+        raise ValueError(
+            f"decisions has no column {', '.join(map(repr, missing))}: pass Play.decisions of "
+            "play_traced, or rows of it"
+        )
+    if (
+        isinstance(scale, (bool, np.bool_))
+        or not isinstance(scale, numbers.Real)
+        or not (math.isfinite(scale) and scale > 0)
+    ):
+        raise ValueError(
+            f"scale must be a finite number > 0 (e.g. the training reward_scale), got {scale!r}"
+        )
+    bins = integer_at_least("bins", bins, 1)
     d = decisions.dropna(subset=["value"])
     if d.empty:
         raise ValueError("no decisions with a value estimate (an agent with a policy is needed)")
@@ -442,14 +505,16 @@ def _axes(ax, size=(6, 3.5)):
 
 def plot_scores(summary: dict[str, Any], ax=None, title: str | None = None):
     """Mean score per hand of each agent with its 95% interval, from an arena summary
-    (``ArenaResult.summary()``)."""
+    (``ArenaResult.summary()``, or one read back from its JSON); an agent without an interval
+    (one deal: NaN, or null in the JSON) gets no error bar."""
     ax = _axes(ax)
     agents = summary["agents"]
     names = list(agents)
-    means = np.array([agents[a]["mean"] for a in names])
-    lo = means - np.array([agents[a]["ci95"][0] for a in names])
-    hi = np.array([agents[a]["ci95"][1] for a in names]) - means
-    ax.bar(names, means, yerr=[lo, hi], capsize=5, color="#4a7fc0")
+    means = np.array([agents[a]["mean"] for a in names], dtype=np.float64)
+    ci = np.array(
+        [[np.nan if x is None else x for x in agents[a]["ci95"]] for a in names], dtype=np.float64
+    ).reshape(len(names), 2)
+    ax.bar(names, means, yerr=[means - ci[:, 0], ci[:, 1] - means], capsize=5, color="#4a7fc0")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_ylabel("mean score per hand")
     ax.set_title(title or f"{summary['preset']}: {summary['deals']} deals, 95% intervals")
@@ -460,6 +525,16 @@ def plot_item_sources(sources: pd.DataFrame, ax=None, title: str = "points per h
     """Horizontal stacked bars of :func:`item_sources`: gains right of zero, losses left."""
     import matplotlib
 
+    if not isinstance(sources, pd.DataFrame):
+        raise TypeError(f"sources must be the DataFrame of item_sources(play), got {type(sources)}")
+    if "total" not in sources.columns:
+        raise ValueError("sources has no 'total' column: pass the table of item_sources(play)")
+    unknown = [c for c in sources.columns if c != "total" and c not in ITEMS]
+    if unknown:
+        raise ValueError(
+            f"sources has columns {unknown} that are no ledger items: allowed {list(ITEMS)} "
+            "and 'total' (the table of item_sources(play))"
+        )
     ax = _axes(ax, (7, 0.6 + 0.5 * len(sources)))
     items = [c for c in sources.columns if c != "total"]
     colours = dict(zip(ITEMS, matplotlib.colormaps["tab20"].colors, strict=False))
@@ -501,6 +576,7 @@ def plot_obs_blocks(obs: np.ndarray, names: Sequence[str] | None = None, cols: i
     block has 27 columns); returns the matplotlib figure."""
     import matplotlib.pyplot as plt
 
+    cols = integer_at_least("cols", cols, 1)
     obs = np.asarray(obs, dtype=np.float32)
     if obs.shape != (OBS_SIZE,):
         raise ValueError(f"expected one observation of shape ({OBS_SIZE},), got {obs.shape}")

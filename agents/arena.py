@@ -53,25 +53,30 @@ zeren) and kong receipts per hand.
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import math
 import multiprocessing as mp
+import numbers
 import os
 import pickle
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.base import DEVICES, Agent, add_note, decide
+from agents.base import DEVICES, Agent, add_note, agent_label, decide
 from agents.registry import make_agent, on_device, split_specs
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import batch_memory, first_deals
+from zhuoji_env.engine.game import batch_memory, first_deals, is_integer
 from zhuoji_env.engine.records import deltas as ledger_deltas
 from zhuoji_env.engine.records import record_of
 from zhuoji_env.engine.state import (
@@ -179,6 +184,102 @@ def labels_of(specs: Sequence[str]) -> list[str]:
         else:
             out.append(s)
     return out
+
+
+def integer_at_least(name: str, value, low: int) -> int:
+    """``value`` as a plain ``int`` if it is an integer (numpy's too: :func:`is_integer`) of at
+    least ``low``, else ``ValueError`` naming ``name``; plain, so that summaries stay JSON."""
+    if not is_integer(value) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_agent(agent, name: str) -> None:
+    """Refuse (``TypeError``, naming ``name``) what is neither a spec (a string) nor an agent
+    object with ``act`` and ``reseed`` (the arena reseeds every agent per chunk)."""
+    if isinstance(agent, str):
+        return
+    missing = [m for m in ("act", "reseed") if not callable(getattr(agent, m, None))]
+    if missing:
+        raise TypeError(
+            f"{name} is {agent_label(agent)} ({type(agent).__name__}), which has no "
+            f"{' or '.join(m + '()' for m in missing)}: an agent is a spec (a string such as "
+            "'random') or an object with act(obs, mask) and reseed(seed) (subclass "
+            "agents.base.Agent)"
+        )
+
+
+def check_agents(agents, name: str = "agents") -> list:
+    """``agents`` as a list: a list or tuple of specs and agent objects (:func:`check_agent`);
+    a string is refused, not read as one spec per character."""
+    if isinstance(agents, str):
+        try:
+            hint = f"; split comma-separated specs first: {split_specs(agents, name)!r}"
+        except ValueError:
+            hint = ""
+        raise TypeError(
+            f"{name} must be a list or tuple of agent specs or agent objects, got the string "
+            f"{agents!r}{hint}"
+        )
+    if not isinstance(agents, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list or tuple of agent specs or agent objects, got "
+            f"{type(agents).__name__}"
+        )
+    for i, agent in enumerate(agents):
+        check_agent(agent, f"{name}[{i}]")
+    return list(agents)
+
+
+def check_labels(labels, count: int | None) -> list[str]:
+    """``labels`` as a list: a list or tuple of ``count`` (None: any number of) distinct
+    non-empty strings (they key the agents and pairs of a summary, so a repeated one would
+    merge two agents)."""
+    if isinstance(labels, str) or not isinstance(labels, (list, tuple)):
+        raise TypeError(f"labels must be a list or tuple of strings, one per agent, got {labels!r}")
+    if count is not None and len(labels) != count:
+        raise ValueError(f"{len(labels)} labels for {count} agents")
+    for i, label in enumerate(labels):
+        if not isinstance(label, str):
+            raise TypeError(f"labels[{i}] is {label!r}: labels must be strings")
+        if not label:
+            raise ValueError(f"labels[{i}] is empty: labels must be non-empty strings")
+    repeated = sorted({x for x in labels if labels.count(x) > 1})
+    if repeated:
+        raise ValueError(
+            f"labels {list(labels)}: {', '.join(map(repr, repeated))} given more than once; "
+            "each agent needs its own label"
+        )
+    return list(labels)
+
+
+def named_agents(agents, labels) -> tuple[list, list[str], list[str]]:
+    """The agents (:func:`check_agents`), their specs (an object's ``name``) and their labels:
+    ``labels`` checked (:func:`check_labels`), or when None the specs made distinct
+    (:func:`labels_of`)."""
+    agents = check_agents(agents)
+    specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
+    labels = labels_of(specs) if labels is None else check_labels(labels, len(agents))
+    return agents, specs, labels
+
+
+def check_device(device) -> str | None:
+    """``device`` if it is None or one of :data:`DEVICES`, else ``ValueError``; ``cuda`` only
+    where torch sees a CUDA device (as a ``:cuda`` spec option), so that no run claims a device
+    it could not use."""
+    if device is None:
+        return None
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(f"device {device!r}: must be None or one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        try:
+            from agents.ppo import resolve_device
+        except ImportError as exc:
+            raise ValueError(
+                f"device 'cuda': torch cannot be imported ({exc}); use 'cpu' or 'auto'"
+            ) from None
+        resolve_device(device)
+    return device
 
 
 def deal_walls(seed: int, deal_ids: np.ndarray, num_players: int):
@@ -371,11 +472,20 @@ def interval_text(ci, digits: int = 3) -> str:
 
 
 def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval of independent samples ``x``.
+    """Mean and Student-t confidence interval of independent samples ``x``, at confidence
+    ``level`` (strictly between 0 and 1).
 
     Uses ``scipy.stats.t`` when installed, else the normal quantile (close for many samples).
     Fewer than two samples give a NaN interval.
     """
+    if (
+        not isinstance(level, numbers.Real)
+        or isinstance(level, (bool, np.bool_))
+        or not 0 < level < 1
+    ):
+        raise ValueError(
+            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
+        )
     x = np.asarray(x, dtype=np.float64)
     m = float(x.mean()) if x.size else math.nan
     if x.size < 2:
@@ -470,7 +580,7 @@ class ArenaResult:
             "preset": self.rules.preset,
             "rules": self.rules.to_record(),
             "num_players": self.rules.num_players,
-            "seed": self.seed,
+            "seed": int(self.seed),
             "specs": list(self.specs),
             "seating": [[self.labels[a] for a in row] for row in self.rotations],
             "draw_rate": float(tot[:, FIELD_INDEX["draws"]].sum() / max(all_hands, 1.0)),
@@ -533,6 +643,79 @@ def _worker_run(chunk: Chunk):
     return run_chunk(w["rules"], w["agents"], w["rotations"], w["seed"], chunk, wall=w["wall"])
 
 
+class _MainNoting(pickle.Pickler):
+    """A pickler that notes the classes and functions it saves by a reference to ``__main__``."""
+
+    def __init__(self, file):
+        super().__init__(file)
+        self.in_main: set[str] = set()
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
+            self.in_main.add(obj.__qualname__)
+        return NotImplemented
+
+
+def _main_in_workers() -> bool:
+    """Whether a spawned worker imports this process's ``__main__`` (``multiprocessing``
+    does from its module name or file; a notebook or ``python -c`` has neither)."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    return name is not None or getattr(main, "__file__", None) is not None
+
+
+def pickled_for_workers(agents: Sequence[Agent]) -> bytes:
+    """The agents pickled for worker processes, or ``ValueError`` if a worker could not load
+    them: they cannot be pickled, or a class is defined in an interactive ``__main__`` (a
+    worker, a fresh interpreter, imports classes by their module)."""
+    buf = io.BytesIO()
+    pickler = _MainNoting(buf)
+    try:  # plain pickle: torch's multiprocessing pickler would share tensors through /dev/shm
+        pickler.dump(list(agents))
+    except Exception as exc:
+        raise ValueError(
+            f"workers > 1 sends the agents to worker processes, but they cannot be pickled "
+            f"({exc}); use workers=1"
+        ) from exc
+    if pickler.in_main and not _main_in_workers():
+        names = ", ".join(sorted(pickler.in_main))
+        raise ValueError(
+            f"workers > 1 sends the agents to fresh worker processes, which import each "
+            f"agent's class by its module, but {names} is defined in the __main__ of this "
+            "interactive session (a notebook, python -c), which they cannot import: define it "
+            "in an importable module, or use workers=1"
+        )
+    return buf.getvalue()
+
+
+def _play_in_workers(chunks, workers, on_result, rules, agents, rotations, seed, wall):
+    """Play ``chunks`` in at most ``workers`` new processes, calling ``on_result`` with each
+    chunk's result as it comes; a worker that dies raises ``RuntimeError`` (a pool that
+    replaced it would wait for its chunk forever)."""
+    pickled = pickled_for_workers(agents)
+    # fresh interpreters (not forks): a forked process hangs once torch has started threads
+    pool = ProcessPoolExecutor(
+        min(workers, len(chunks)),
+        mp_context=mp.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(rules, pickled, rotations, seed, wall),
+    )
+    done = False
+    try:
+        for future in as_completed([pool.submit(_worker_run, c) for c in chunks]):
+            on_result(future.result())
+        done = True
+    except BrokenProcessPool as exc:
+        raise RuntimeError(
+            f"a worker process of the arena died ({str(exc).rstrip('.')}); its error, if it "
+            "could print one, is above. workers > 1 loads the agents in fresh processes, which "
+            "must import every agent's class from its module: define the agents in an "
+            "importable module, or use workers=1"
+        ) from None
+    finally:  # after an error, the chunks still in play are not waited for
+        pool.shutdown(wait=done, cancel_futures=not done)
+
+
 CHUNK_BYTES = 256
 """Memory planned per chunk of deals (its ``Chunk`` and id slice) held until the end."""
 
@@ -566,46 +749,49 @@ def run_arena(
     wall: str = "shared",
     device: str | None = None,
 ) -> ArenaResult:
-    """Play ``deals`` deals x every seating; ``agents`` are specs or :class:`Agent` objects.
+    """Play ``deals`` deals x every seating; ``agents`` is a list or tuple of specs and
+    :class:`Agent` objects (anything with ``act`` and ``reseed``); ``labels``, if given, one
+    distinct non-empty string per agent (default: the specs, ``spec#1``, ``spec#2`` where one
+    repeats).
 
     ``device`` (``cpu``, ``cuda`` or ``auto``) runs the policy networks that specs name there
     (:func:`agents.registry.on_device`; a spec that names its own device keeps it), under the
-    specs' own labels.
+    specs' own labels; agent objects stay where they are. ``cuda`` is refused where torch sees
+    no CUDA device, and the summary records the device only where it changed a spec.
 
-    ``workers > 1`` plays chunks in that many new (spawned) processes, which receive pickled
-    agents; results do not depend on the number of workers (agents are reseeded per chunk).
+    ``workers > 1`` plays chunks in that many new (spawned) processes (at most one per chunk),
+    which receive pickled agents, so an agent object's class must be importable from a module
+    (not defined in a notebook); results do not depend on the number of workers (agents are
+    reseeded per chunk).
     ``keep_games`` also returns every game's deal, seating index (``rotation``), wall, dealer,
     seats (``seat_agent``), scores and record (small runs only; it plays in this process).
     A number of deals whose memory (:func:`planned_memory`) exceeds this machine's raises
     :class:`~zhuoji_env.limits.SizeError` before any agent is loaded or game played.
     """
-    for name, value, low in (
-        ("deals", deals, 1),
-        ("seed", seed, 0),
-        ("chunk_games", chunk_games, 1),
-        ("workers", workers, 1),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    deals = integer_at_least("deals", deals, 1)
+    seed = integer_at_least("seed", seed, 0)
+    chunk_games = integer_at_least("chunk_games", chunk_games, 1)
+    workers = integer_at_least("workers", workers, 1)
     if wall not in WALLS:
         raise ValueError(f"unknown wall mode {wall!r}: allowed {list(WALLS)}")
+    agents, specs, labels = named_agents(agents, labels)
+    device = check_device(device)
     rules = Rules.make(rules)
     n = rules.num_players
     rotations = seatings(len(agents), n, seating)
     per_chunk = max(1, chunk_games // len(rotations))
     check_memory(
         f"{deals} deals x {len(rotations)} seatings",
-        planned_memory(int(deals), len(agents), len(rotations), per_chunk, n, keep_games),
+        planned_memory(deals, len(agents), len(rotations), per_chunk, n, keep_games),
     )
-    specs = [a if isinstance(a, str) else getattr(a, "name", type(a).__name__) for a in agents]
-    labels = list(labels) if labels is not None else labels_of(specs)
-    if len(labels) != len(agents):
-        raise ValueError(f"{len(labels)} labels for {len(agents)} agents")
+    if device is not None:
+        moved = [on_device(a, device) if isinstance(a, str) else a for a in agents]
+        applied = any(m is not a and m != a for m, a in zip(moved, agents, strict=True))
+        device = device if applied else None  # recorded only where it changed a spec
+        agents = moved
     order = label_order(labels, specs)  # played in label order, reported in the given one
     objs = [
-        make_agent(
-            on_device(agents[k], device) if device else agents[k], seed=[seed, i], rules=rules
-        )
+        make_agent(agents[k], seed=[seed, i], rules=rules)
         if isinstance(agents[k], str)
         else agents[k]
         for i, k in enumerate(order)
@@ -618,19 +804,12 @@ def run_arena(
     start = time.perf_counter()
     results = []
     if workers > 1 and len(chunks) > 1 and not keep_games:
-        try:  # plain pickle: torch's multiprocessing pickler would share tensors through /dev/shm
-            pickled = pickle.dumps(objs)
-        except Exception as exc:
-            raise ValueError(
-                f"workers > 1 sends the agents to worker processes, but they cannot be pickled "
-                f"({exc}); use workers=1"
-            ) from exc
-        # fresh interpreters (not forks): a forked process hangs once torch has started threads
-        ctx = mp.get_context("spawn")
-        with ctx.Pool(workers, _worker_init, (rules, pickled, rotations, seed, wall)) as pool:
-            for res in pool.imap_unordered(_worker_run, chunks):
-                results.append(res)
-                bar.update(len(res["deal_ids"]) * len(rotations))
+
+        def collect(res):
+            results.append(res)
+            bar.update(len(res["deal_ids"]) * len(rotations))
+
+        _play_in_workers(chunks, workers, collect, rules, objs, rotations, seed, wall)
     else:
         for c in chunks:
             results.append(run_chunk(rules, objs, rotations, seed, c, bar.update, keep_games, wall))
@@ -657,7 +836,7 @@ def run_arena(
         games,
         {
             "wall": wall,
-            **({"device": device} if device else {}),
+            **({"device": device} if device is not None else {}),
             "chunk_games": chunk_games,
             "machine": describe(),
         },

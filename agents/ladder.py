@@ -54,7 +54,10 @@ import numpy as np
 
 from agents.arena import (
     FIELD_INDEX,
+    check_agents,
+    check_labels,
     import_plugins,
+    integer_at_least,
     mean_ci,
     run_arena,
     standard_json,
@@ -62,6 +65,7 @@ from agents.arena import (
 )
 from agents.base import DEVICES
 from agents.registry import SHIPPED_POLICIES, split_specs
+from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
 
@@ -154,6 +158,31 @@ class PairResult:
             out["machine"] = self.machine
         return out
 
+    def check(self) -> None:
+        """Refuse (``ValueError`` naming the pair) what no arena plays: labels that are not
+        two different non-empty strings, per-deal sums that are not equally long 1-D integer
+        arrays of at least one deal, or a deal without hands (its margin would divide by 0)."""
+        for key in ("a", "b"):
+            label = getattr(self, key)
+            if not isinstance(label, str) or not label:
+                raise ValueError(
+                    f"pair {self.a} - {self.b}: {key} is {label!r}, not a label (a non-empty "
+                    "string)"
+                )
+        if self.a == self.b:
+            raise ValueError(f"pair {self.a} - {self.b}: an agent is not paired with itself")
+        arrays = [getattr(self, k) for k in SUMS]
+        if not all(isinstance(v, np.ndarray) and v.dtype.kind in "iu" for v in arrays):
+            raise ValueError(
+                f"pair {self.a} - {self.b}: {', '.join(SUMS)} must be numpy integer arrays"
+            )
+        if len({v.shape for v in arrays}) != 1 or arrays[0].ndim != 1:
+            raise ValueError(f"pair {self.a} - {self.b}: per-deal lists differ")
+        if not arrays[0].size:
+            raise ValueError(f"pair {self.a} - {self.b}: no deals")
+        if (self.hands_a < 1).any() or (self.hands_b < 1).any():
+            raise ValueError(f"pair {self.a} - {self.b}: a deal without hands")
+
     def per_deal(self) -> np.ndarray:
         """float ``[D]``: the paired margin ``a - b`` of each deal (points per hand)."""
         return self.score_a / self.hands_a - self.score_b / self.hands_b
@@ -189,14 +218,23 @@ class PairResult:
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> PairResult:
-        """A pair as :meth:`to_json` wrote it (a reused pair); malformed fields are refused."""
-        arrays = {k: np.asarray(row[k], dtype=np.int64) for k in SUMS}
-        if len({v.shape for v in arrays.values()}) != 1 or arrays["score_a"].ndim != 1:
-            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: per-deal lists differ")
-        if (arrays["hands_a"] < 1).any() or (arrays["hands_b"] < 1).any():
-            raise ValueError(f"pair {row.get('a')} - {row.get('b')}: a deal without hands")
+        """A pair as :meth:`to_json` wrote it (a reused pair); malformed fields are refused
+        (``ValueError`` naming the pair and the field), never rounded or converted."""
+        if not isinstance(row, dict):
+            raise ValueError(f"a pair must be a JSON object, got {type(row).__name__}")
+        missing = [k for k in ("a", "b", *SUMS) if k not in row]
+        if missing:
+            raise ValueError(
+                f"pair {row.get('a')} - {row.get('b')}: no {', '.join(map(repr, missing))}"
+            )
+        arrays = {k: _per_deal_sums(row, k) for k in SUMS}
         seconds = row.get("seconds", 0.0)
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        if (
+            not isinstance(seconds, (int, float))
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: seconds {seconds!r}")
         chunk = row.get("chunk_games")
         if chunk is not None and (type(chunk) is not int or chunk < 1):
@@ -204,18 +242,39 @@ class PairResult:
         machine = row.get("machine")
         if machine is not None and not isinstance(machine, dict):
             raise ValueError(f"pair {row.get('a')} - {row.get('b')}: machine {machine!r}")
-        return cls(
-            str(row["a"]),
-            str(row["b"]),
+        pair = cls(
+            row["a"],
+            row["b"],
             seconds=float(seconds),
             reused=True,
             chunk_games=chunk,
             machine=machine,
             **arrays,
         )
+        pair.check()
+        return pair
 
 
 SUMS = ("score_a", "score_b", "hands_a", "hands_b")
+INT64 = np.iinfo(np.int64)
+
+
+def _per_deal_sums(row: dict[str, Any], key: str) -> np.ndarray:
+    """int64 ``[D]`` of a pair's list ``row[key]``: every entry an integer in int64's range
+    (a float such as 1.9 or a string is refused, not truncated or parsed)."""
+    values = row[key]
+    if not isinstance(values, list):
+        raise ValueError(
+            f"pair {row.get('a')} - {row.get('b')}: {key} must be a list of integers, one per "
+            f"deal, got {type(values).__name__}"
+        )
+    for d, x in enumerate(values):
+        if not is_integer(x) or not INT64.min <= x <= INT64.max:
+            raise ValueError(
+                f"pair {row.get('a')} - {row.get('b')}: {key}[{d}] is {x!r}: the per-deal "
+                "sums must be integers (64-bit)"
+            )
+    return np.array(values, dtype=np.int64)
 
 
 @dataclass
@@ -294,12 +353,33 @@ def fit_ladder(
     seed: int = 0,
 ) -> Ladder:
     """Fit the ratings and their bootstrap intervals (module docstring). Pairs of different
-    numbers of deals are resampled each on its own; pairs of the same deals, together."""
-    labels = list(labels)
+    numbers of deals are resampled each on its own; pairs of the same deals, together.
+
+    ``labels``: distinct non-empty strings; ``specs``: one string per label; every pair
+    (:meth:`PairResult.check`) between two of the labels; ``bootstrap`` and ``seed``
+    integers >= 0."""
+    labels = check_labels(labels, None)
+    if (
+        isinstance(specs, str)
+        or not isinstance(specs, (list, tuple))
+        or not all(isinstance(s, str) for s in specs)
+    ):
+        raise TypeError(f"specs must be a list or tuple of strings, one per label, got {specs!r}")
+    if len(specs) != len(labels):
+        raise ValueError(f"{len(specs)} specs for {len(labels)} labels: give one spec per label")
+    bootstrap = integer_at_least("bootstrap", bootstrap, 0)
+    seed = integer_at_least("seed", seed, 0)
     if anchor not in labels:
         raise ValueError(f"the anchor {anchor!r} is not among the agents {labels}")
     if not pairs:
         raise ValueError("a ladder needs at least one pair")
+    for p in pairs:
+        if not isinstance(p, PairResult):
+            raise TypeError(f"pairs must be PairResult objects, got {type(p).__name__}")
+        p.check()
+        unknown = [x for x in (p.a, p.b) if x not in labels]
+        if unknown:
+            raise ValueError(f"pair {p.a} - {p.b}: {unknown[0]!r} is not among the agents {labels}")
     idx = [(labels.index(p.a), labels.index(p.b)) for p in pairs]
     per_deal = [p.per_deal() for p in pairs]
     if any(d.size < 2 for d in per_deal):
@@ -357,7 +437,17 @@ def play_pairs(
     chunk_games: int = 4096,
 ) -> list[PairResult]:
     """Every pair's arena (or its reused result), in the order of the agents; with ``versus``
-    (specs), a pair that is not reused is played only if one of its agents is among them."""
+    (a list of specs among ``specs``), a pair that is not reused is played only if one of its
+    agents is among them. ``specs``: strings; ``labels``: one distinct string per spec."""
+    specs = check_agents(specs, "specs")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, str):
+            raise TypeError(f"specs[{i}] is {spec!r}: the ladder plays agent specs (strings)")
+    labels = check_labels(labels, len(specs))
+    if versus is not None:
+        unknown = [v for v in check_agents(versus, "versus") if v not in specs]
+        if unknown:
+            raise ValueError(f"versus {unknown}: name agents among the rated ones {specs}")
     out = []
     for i, j in itertools.combinations(range(len(specs)), 2):
         key = (specs[i], specs[j])
@@ -402,9 +492,9 @@ def play_pairs(
 def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
     """The pairs of a ladder JSON played under the same rules, deals, seed and seating, by
     agents whose fingerprints still match: ``{(spec_a, spec_b): PairResult}``."""
-    try:
+    try:  # a file nested too deep for the parser is not a ladder either
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(f"--reuse {path!r}: cannot read it as JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"--reuse {path!r}: not a {FORMAT} file")
@@ -419,18 +509,54 @@ def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
             raise ValueError(
                 f"--reuse {path!r}: its {key} is {data.get(key)!r}, this ladder's is {want!r}"
             )
-    agents = {a["label"]: a for a in data.get("agents", [])}
+    agents = _file_agents(path, data.get("agents", []))
+    rows = data.get("pairs", [])
+    if not isinstance(rows, list):
+        raise ValueError(f"--reuse {path!r}: its pairs must be a list, got {type(rows).__name__}")
     out = {}
-    for row in data.get("pairs", []):
-        a, b = agents.get(row.get("a")), agents.get(row.get("b"))
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(
+                f"--reuse {path!r}: pairs[{k}] must be an object, got {type(row).__name__}"
+            )
+        a, b = (agents.get(x) if isinstance(x, str) else None for x in (row.get("a"), row.get("b")))
         if a is None or b is None:
             raise ValueError(f"--reuse {path!r}: pair {row.get('a')} - {row.get('b')} unknown")
+        try:
+            pair = PairResult.from_json(row)
+        except ValueError as exc:
+            raise ValueError(f"--reuse {path!r}: {exc}") from None
+        if pair.score_a.size != deals:
+            raise ValueError(
+                f"--reuse {path!r}: pair {pair.a} - {pair.b} has {pair.score_a.size} per-deal "
+                f"sums, but the file says deals: {deals}"
+            )
         if any(fingerprint(x["spec"]) != x.get("sha256") for x in (a, b)):
             continue  # a shipped policy changed since: play the pair again
-        pair = PairResult.from_json(row)
         out[(a["spec"], b["spec"])] = pair
         out[(b["spec"], a["spec"])] = pair.swapped()
     return out
+
+
+def _file_agents(path: str, rows) -> dict[str, dict[str, Any]]:
+    """A ladder file's agents by label: each an object with a non-empty ``label`` and
+    ``spec`` and a ``sha256`` string or null, no label twice."""
+    if not isinstance(rows, list):
+        raise ValueError(f"--reuse {path!r}: its agents must be a list, got {type(rows).__name__}")
+    agents: dict[str, dict[str, Any]] = {}
+    for k, row in enumerate(rows):
+        fields = (row.get("label"), row.get("spec")) if isinstance(row, dict) else (None, None)
+        if not all(isinstance(x, str) and x for x in fields) or not isinstance(
+            row.get("sha256"), (str, type(None))
+        ):
+            raise ValueError(
+                f"--reuse {path!r}: agents[{k}] must be an object with a 'label' and a 'spec' "
+                f"(non-empty strings) and a 'sha256' (a string or null), got {row!r}"
+            )
+        if row["label"] in agents:
+            raise ValueError(f"--reuse {path!r}: agent {row['label']!r} is listed twice")
+        agents[row["label"]] = row
+    return agents
 
 
 def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra):

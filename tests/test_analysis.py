@@ -1,5 +1,7 @@
 """Analysis tables and charts (agents.analysis)."""
 
+import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from agents.analysis import (  # noqa: E402
     plot_scores,
     win_values,
 )
-from agents.arena import run_arena  # noqa: E402
+from agents.arena import json_text, run_arena  # noqa: E402
 from agents.base import Agent  # noqa: E402
 from zhuoji_env.engine import actions as A  # noqa: E402
 from zhuoji_env.engine.records import load, replay  # noqa: E402
@@ -179,7 +181,7 @@ def test_agreement_by_decision_type():
     assert same.loc["all", "decisions"] == n_first
     assert same.decisions.drop("all").sum() == n_first
     assert (agreement(play, "first", LastLegal()).agreement == 0.0).all()
-    with pytest.raises(ValueError, match="no decisions of agent 'ppo'"):
+    with pytest.raises(ValueError, match=re.escape("no agent 'ppo' in this play: its labels are")):
         agreement(play, "ppo", "rule")
 
 
@@ -240,7 +242,7 @@ def test_discard_choice_and_claims():
     assert first.loc["pong", "taken_rate"] == 1.0  # pong (81) is its lowest-index claim
     taken = fd[fd.kind == "pong"]
     assert first.loc["pong", "score_when_taken"] == pytest.approx(taken.final_score.mean())
-    with pytest.raises(ValueError, match="no discards of agent 'rule'"):
+    with pytest.raises(ValueError, match="no agent 'rule' in this play"):
         discard_choice(play, "rule")
 
 
@@ -249,3 +251,89 @@ def test_bad_input():
         play_traced(["random"], 0)
     with pytest.raises(ValueError, match="2 labels for 1 agents"):
         play_traced(["random"], 1, labels=["a", "b"])
+
+
+def test_play_traced_takes_numpy_integers_and_checks_agents_and_labels():
+    plain = play_traced(["random", "greedy"], 1, seed=2)
+    numpy = play_traced(["random", "greedy"], np.int64(1), seed=np.int64(2))
+    pd.testing.assert_frame_equal(plain.hands, numpy.hands)
+    for agents, labels, error, message in [
+        ([5, "random"], None, TypeError, "agents[0] is 5 (int), which has no act() or reseed()"),
+        ([None, "random"], None, TypeError, "agents[0] is None (NoneType)"),
+        ("random", None, TypeError, "got the string 'random'"),
+        (["random", "greedy"], ["x", "x"], ValueError, "'x' given more than once"),
+        (["random", "greedy"], [0, 1], TypeError, "labels[0] is 0: labels must be strings"),
+        (["random", "greedy"], "ab", TypeError, "labels must be a list or tuple of strings"),
+    ]:
+        with pytest.raises(error, match=re.escape(message)):
+            play_traced(agents, 1, labels=labels)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+        play_traced(["random", "greedy"], 1, seed=-1)
+
+
+def test_per_agent_tables_refuse_an_unknown_label_or_reference(play):
+    unknown = re.escape("no agent 'nobody' in this play: its labels are ['random', 'greedy', 'r")
+    for table in (claims, block_ablation, discard_choice):
+        with pytest.raises(ValueError, match=unknown):
+            table(play, "nobody")
+    with pytest.raises(ValueError, match=unknown):
+        agreement(play, "nobody", "rule")
+    with pytest.raises(TypeError, match=re.escape("reference is 5 (int), which has no act()")):
+        agreement(play, "random", 5)
+
+
+def test_ablation_calibration_and_charts_refuse_bad_arguments(play):
+    hand = play_traced([HandPolicy(), "greedy"], 1, seed=2, labels=["hand", "greedy"])
+    with pytest.raises(ValueError, match="blocks is empty: name at least one of"):
+        block_ablation(hand, "hand", blocks=[])
+    with pytest.raises(TypeError, match="blocks must be a list of observation block names"):
+        block_ablation(hand, "hand", blocks="hand")
+    mine = hand.decisions[hand.decisions.agent == "hand"]
+    for scale in [0, -1.0, float("nan"), float("inf"), True, "1"]:
+        with pytest.raises(ValueError, match="scale must be a finite number > 0"):
+            calibration(mine, scale=scale)
+    for bins in [0, -3, 1.5]:
+        with pytest.raises(
+            ValueError, match=re.escape(f"bins must be an integer >= 1, got {bins}")
+        ):
+            calibration(mine, bins=bins)
+    with pytest.raises(ValueError, match="decisions has no column 'value', 'final_score'"):
+        calibration(pd.DataFrame())
+    with pytest.raises(ValueError, match="cols must be an integer >= 1, got 0"):
+        plot_obs_blocks(play.obs[0], cols=0)
+    sources = item_sources(play)
+    with pytest.raises(ValueError, match="sources has no 'total' column"):
+        plot_item_sources(sources.drop(columns="total"))
+    with pytest.raises(
+        ValueError, match=re.escape("sources has columns ['foo'] that are no ledger")
+    ):
+        plot_item_sources(sources.assign(foo=1.0))
+
+
+@pytest.mark.parametrize(
+    "line, agents, message",
+    [
+        ([0, 1, 2, "nope"], None, "record 0, ledger line 0: unknown item 'nope': allowed ['hu',"),
+        ([0, 3, 2, "hu"], ["a"], "record 0, ledger line 0: payee 3 is not a seat of the record's "
+         "agents list, which names 1 seats"),
+        ([-1, 1, 2, "hu"], ["a", "b", "c", "d"], "record 0, ledger line 0: payer -1 is not a seat"),
+        ([0, 1.5, 2, "hu"], None, "payee 1.5 is not a seat (an integer >= 0)"),
+    ],
+)  # fmt: skip
+def test_ledger_table_refuses_unknown_items_and_seats(line, agents, message):
+    rec = {"result": {"ledger": [line]}, **({"agents": agents} if agents else {})}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ledger_table([rec])
+
+
+def test_plot_scores_draws_no_interval_where_a_summary_has_none():
+    """A one-deal summary read back from its JSON has null intervals: those agents get no
+    error bar, the others theirs."""
+    one = json.loads(json_text(run_arena(["random", "rule"], 1, progress=False).summary()))
+    three = json.loads(json_text(run_arena(["random", "rule"], 3, progress=False).summary()))
+    three["agents"]["random"]["ci95"] = [None, None]
+    for summary, drawn in ((one, 0), (three, 1)):
+        ax = plot_scores(summary)
+        bars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"][0]
+        segments = bars.lines[2][0].get_segments()
+        assert len(ax.patches) == 2 and sum(len(s) > 0 for s in segments) == drawn

@@ -9,6 +9,9 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import numpy as np
 import pytest
 
 from agents import arena
-from agents.arena import ArenaResult, labels_of, mean_ci, run_arena, seatings
+from agents.arena import ArenaResult, json_text, labels_of, mean_ci, run_arena, seatings
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.tiles import format_tiles
@@ -173,6 +176,12 @@ def test_mean_ci_matches_a_hand_worked_t_interval():
     m, lo, hi = mean_ci([2, 4, 4, 5])
     assert (lo, hi) == pytest.approx((3.75 - 2.002243, 3.75 + 2.002243), abs=1e-5)
     assert np.isnan(mean_ci([1.0])[1])
+
+
+@pytest.mark.parametrize("level", [2, 0, 1, -0.5, float("nan"), True, "0.9", None])
+def test_mean_ci_refuses_a_level_outside_0_1(level):
+    with pytest.raises(ValueError, match="level must be a number strictly between 0 and 1"):
+        mean_ci([1, 2, 3], level=level)
 
 
 def test_summary_statistics_from_known_sums():
@@ -536,6 +545,8 @@ def test_stable_wall_keeps_the_order_and_size_of_known_margins():
 
 
 def test_device_plays_the_specs_networks_there_under_their_own_labels(monkeypatch, capsys):
+    import torch
+
     plain = run_arena(["ppo-scratch", "random"], 2, seed=3, progress=False)
     on_cpu = run_arena(["ppo-scratch", "random"], 2, seed=3, progress=False, device="cpu")
     assert on_cpu.labels == plain.labels == ["ppo-scratch", "random"]
@@ -543,6 +554,7 @@ def test_device_plays_the_specs_networks_there_under_their_own_labels(monkeypatc
     made = []
     real = arena.make_agent
     monkeypatch.setattr(arena, "make_agent", lambda spec, **kw: made.append(spec) or real("random"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # only the specs are checked
     arena.main(["--agents", "search:ppo-guiyang:k=2,rule", "--deals", "1", "--device", "cuda",
                 "--no-progress"])  # fmt: skip
     assert sorted(made) == ["rule", "search:ppo-guiyang:cuda:k=2"]
@@ -551,3 +563,147 @@ def test_device_plays_the_specs_networks_there_under_their_own_labels(monkeypatc
         arena.main(["--agents", "random,rule", "--device", "tpu"])
     assert info.value.code == 2
     assert "--device: invalid choice: 'tpu'" in capsys.readouterr().err
+
+
+def test_device_is_checked_and_recorded_only_where_it_was_applied(monkeypatch):
+    """A CUDA device torch does not see is refused (as a ``:cuda`` spec is), an empty or unknown
+    one too, and a device that moved no spec's network (agent objects stay where they are) is
+    not written into the summary."""
+    import torch
+
+    from agents import make_agent
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    kw = dict(progress=False)
+    with pytest.raises(ValueError, match="device 'cuda': torch sees no CUDA device"):
+        run_arena(["rule", "random"], 1, device="cuda", **kw)
+    for bad in ["", "gpu", 5]:
+        with pytest.raises(ValueError, match=re.escape(f"device {bad!r}: must be None or one of")):
+            run_arena(["rule", "random"], 1, device=bad, **kw)
+    assert "device" not in run_arena(["rule", "random"], 1, device="cpu", **kw).summary()
+    objects = [make_agent("ppo-scratch", seed=0), "random"]
+    assert "device" not in run_arena(objects, 1, device="auto", **kw).summary()
+    assert run_arena(["ppo-scratch", "random"], 1, device="auto", **kw).extra["device"] == "auto"
+
+
+def test_numpy_integers_are_taken_and_stored_as_plain_ints():
+    kw = dict(progress=False)
+    plain = run_arena(["random", "greedy"], 2, seed=3, chunk_games=12, **kw)
+    numpy = run_arena(
+        ["random", "greedy"], np.int64(2), seed=np.int64(3), chunk_games=np.int32(12), **kw
+    )
+    assert (numpy.acc == plain.acc).all()
+    summary = numpy.summary()
+    assert type(summary["seed"]) is int and type(summary["chunk_games"]) is int
+    assert json.loads(json_text(summary))["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    "agents, labels, error, message",
+    [
+        ("random", None, TypeError, "agents must be a list or tuple of agent specs or agent "
+         "objects, got the string 'random'; split comma-separated specs first: ['random']"),
+        ([5, "random"], None, TypeError, "agents[0] is 5 (int), which has no act() or reseed()"),
+        (["random", None], None, TypeError, "agents[1] is None (NoneType), which has no act()"),
+        ({"random": 1}, None, TypeError, "agents must be a list or tuple of agent specs or agent "
+         "objects, got dict"),
+        (["random", "greedy"], ["x", "x"], ValueError, "labels ['x', 'x']: 'x' given more than "
+         "once; each agent needs its own label"),
+        (["random", "greedy"], [1, 2], TypeError, "labels[0] is 1: labels must be strings"),
+        (["random", "greedy"], "ab", TypeError, "labels must be a list or tuple of strings, one "
+         "per agent, got 'ab'"),
+        (["random", "greedy"], ["a", ""], ValueError, "labels[1] is empty"),
+        (["random", "greedy"], ["a"], ValueError, "1 labels for 2 agents"),
+    ],
+)  # fmt: skip
+def test_run_arena_refuses_what_is_not_an_agent_or_a_label(agents, labels, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        run_arena(agents, 1, labels=labels, progress=False)
+
+
+def run_python(code: str, tmp_path, timeout: float = 90) -> subprocess.CompletedProcess:
+    """Run ``code`` with ``python -c`` (whose ``__main__`` has no file) in ``tmp_path``, with
+    the repository and ``tmp_path`` importable; a run that hangs fails the test."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)])}
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the run hung for {timeout} s")
+
+
+def test_workers_refuse_an_agent_class_of_an_interactive_main_before_spawning(tmp_path):
+    """A class defined in ``python -c`` (or a notebook) cannot be imported by a worker: each
+    one died and was replaced for ever. It is refused before any worker starts."""
+    done = run_python(
+        """
+        from agents.arena import run_arena
+        from agents.simple import GreedyAgent
+
+        class Mine(GreedyAgent):
+            name = "mine"
+
+        run_arena([Mine(seed=0), "random"], 4, progress=False, workers=2, chunk_games=6)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 1
+    assert (
+        "ValueError: workers > 1 sends the agents to fresh worker processes, which import each "
+        "agent's class by its module, but Mine is defined in the __main__ of this interactive "
+        "session (a notebook, python -c), which they cannot import: define it in an importable "
+        "module, or use workers=1" in done.stderr
+    )
+    assert "Can't get attribute" not in done.stderr  # no worker was started
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
+    (tmp_path / "unloadable.py").write_text(
+        textwrap.dedent(
+            """
+            from agents.simple import GreedyAgent
+
+            class Unloadable(GreedyAgent):
+                name = "unloadable"
+
+                def __setstate__(self, state):
+                    raise RuntimeError("this agent cannot be loaded")
+            """
+        )
+    )
+    done = run_python(
+        """
+        from agents.arena import run_arena
+        from unloadable import Unloadable
+
+        if __name__ == "__main__":
+            run_arena([Unloadable(seed=0), "random"], 4, progress=False, workers=2, chunk_games=6)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 1
+    assert "RuntimeError: this agent cannot be loaded" in done.stderr  # the worker's own error
+    assert "RuntimeError: a worker process of the arena died (" in done.stderr
+    assert "define the agents in an importable module, or use workers=1" in done.stderr
+
+
+def test_the_pool_has_at_most_one_worker_per_chunk(monkeypatch):
+    sizes = []
+
+    class Recorded(arena.ProcessPoolExecutor):
+        def __init__(self, max_workers, **kw):
+            sizes.append(max_workers)
+            super().__init__(max_workers, **kw)
+
+    monkeypatch.setattr(arena, "ProcessPoolExecutor", Recorded)
+    kw = dict(seed=1, chunk_games=6, progress=False)  # one deal (6 seatings) per chunk
+    many = run_arena(["random", "greedy"], 2, workers=8, **kw)
+    assert sizes == [2]
+    assert (many.acc == run_arena(["random", "greedy"], 2, **kw).acc).all()

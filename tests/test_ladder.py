@@ -282,3 +282,141 @@ def test_bad_input_is_refused_before_any_pair_is_played(monkeypatch, capsys, arg
         ladder.main([*argv, "--no-progress"])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def hand_pair(a="random", b="rule", deals=3, hands=6) -> PairResult:
+    score = np.arange(deals, dtype=np.int64) - 1
+    return PairResult(a, b, score, -score, np.full(deals, hands), np.full(deals, hands))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"hands_a": [1.9, 1, 1]}, "pair a - b: hands_a[0] is 1.9: the per-deal sums must be "
+         "integers (64-bit)"),
+        ({"score_a": ["1", 1, 1]}, "pair a - b: score_a[0] is '1'"),
+        ({"score_b": [2**70, 1, 1]}, f"pair a - b: score_b[0] is {2**70}"),
+        ({"score_a": 5}, "pair a - b: score_a must be a list of integers, one per deal, got int"),
+        ({k: [] for k in ("score_a", "score_b", "hands_a", "hands_b")}, "pair a - b: no deals"),
+        ({"hands_b": [1, 0, 1]}, "pair a - b: a deal without hands"),
+        ({"seconds": float("nan")}, "pair a - b: seconds nan"),
+        ({"seconds": -1.0}, "pair a - b: seconds -1.0"),
+        ({"a": None}, "pair None - b: a is None, not a label (a non-empty string)"),
+        ({"b": "a"}, "pair a - a: an agent is not paired with itself"),
+    ],
+)  # fmt: skip
+def test_a_malformed_pair_is_refused_not_converted(change, message):
+    row = {**hand_pair("a", "b").to_json(), **change}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PairResult.from_json(row)
+
+
+def test_a_pair_without_its_sums_names_them():
+    with pytest.raises(ValueError, match=re.escape("pair x - y: no 'score_a', 'score_b', 'hands")):
+        PairResult.from_json({"a": "x", "b": "y"})
+
+
+def ladder_file(tmp_path, name, body) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(body if isinstance(body, str) else json.dumps(body))
+    return str(path)
+
+
+GOOD_AGENTS = [{"label": "a", "spec": "random"}, {"label": "b", "spec": "rule"}]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"agents": [1, 2], "pairs": []}, "agents[0] must be an object with a 'label' and a "
+         "'spec' (non-empty strings) and a 'sha256' (a string or null), got 1"),
+        ({"agents": {"a": 1}, "pairs": []}, "its agents must be a list, got dict"),
+        ({"agents": [], "pairs": [1]}, "pairs[0] must be an object, got int"),
+        ({"agents": [{"label": "a"}], "pairs": []}, "agents[0] must be an object with a 'label'"),
+        ({"agents": [{"label": "a", "spec": 5}], "pairs": []}, "agents[0] must be an object"),
+        ({"agents": GOOD_AGENTS * 2, "pairs": []}, "agent 'a' is listed twice"),
+        ({"agents": GOOD_AGENTS, "pairs": [{"a": "a", "b": "b"}]},
+         "pair a - b: no 'score_a', 'score_b', 'hands_a', 'hands_b'"),
+        ({"agents": GOOD_AGENTS, "pairs": [hand_pair("a", "b", deals=2).to_json()]},
+         "pair a - b has 2 per-deal sums, but the file says deals: 5"),
+        ("[" * 100000, "cannot read it as JSON (maximum recursion depth exceeded"),
+    ],
+)  # fmt: skip
+def test_a_malformed_reuse_file_is_a_value_error_naming_it(tmp_path, body, message):
+    if isinstance(body, dict):
+        body = {"format": ladder.FORMAT, "rules": {"preset": "guiyang", "overrides": {}},
+                "deals": 5, "seed": 0, "seating": "permute", **body}  # fmt: skip
+    path = ladder_file(tmp_path, "bad", body)
+    rules = ladder.Rules.make("guiyang")
+    with pytest.raises(ValueError, match=re.escape(f"--reuse {path!r}: {message}")):
+        ladder.reusable(path, rules, 5, 0, "permute")
+
+
+def test_the_cli_reports_a_malformed_reuse_file(tmp_path, capsys):
+    path = ladder_file(tmp_path, "bad", "[" * 100000)
+    with pytest.raises(SystemExit) as exc:
+        ladder.main(["--agents", "random,rule", "--deals", "3", "--reuse", path, "--no-progress"])
+    assert exc.value.code == 2
+    assert f"--reuse {path!r}: cannot read it as JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "labels, specs, pairs, kw, error, message",
+    [
+        (["random", "rule"], ["random", "rule"], [hand_pair("random", "nobody")], {}, ValueError,
+         "pair random - nobody: 'nobody' is not among the agents ['random', 'rule']"),
+        (["random", "rule"], ["random", "rule"], [hand_pair(), hand_pair("rule", "rule")], {},
+         ValueError, "pair rule - rule: an agent is not paired with itself"),
+        (["random", "random", "rule"], ["random", "greedy", "rule"], [hand_pair()], {},
+         ValueError, "'random' given more than once; each agent needs its own label"),
+        (["random", "rule"], ["random"], [hand_pair()], {}, ValueError,
+         "1 specs for 2 labels: give one spec per label"),
+        (["random", "rule"], ["random", "rule"], [hand_pair(hands=0)], {}, ValueError,
+         "pair random - rule: a deal without hands"),
+        (["random", "rule"], ["random", "rule"], [hand_pair()], {"bootstrap": -1}, ValueError,
+         "bootstrap must be an integer >= 0, got -1"),
+        (["random", "rule"], ["random", "rule"], [hand_pair()], {"bootstrap": 2.5}, ValueError,
+         "bootstrap must be an integer >= 0, got 2.5"),
+        (["random", "rule"], ["random", "rule"], [hand_pair()], {"bootstrap": True}, ValueError,
+         "bootstrap must be an integer >= 0, got True"),
+        (["random", "rule"], ["random", "rule"], [hand_pair()], {"seed": -1}, ValueError,
+         "seed must be an integer >= 0, got -1"),
+        (["random", "rule"], ["random", "rule"], [("random", "rule")], {}, TypeError,
+         "pairs must be PairResult objects, got tuple"),
+    ],
+)  # fmt: skip
+def test_fit_ladder_refuses_inconsistent_input(labels, specs, pairs, kw, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        fit_ladder(labels, specs, pairs, **kw)
+
+
+def test_fit_ladder_takes_numpy_integers():
+    pairs = [hand_pair()]
+    plain = fit_ladder(["random", "rule"], ["random", "rule"], pairs, bootstrap=5, seed=1)
+    numpy = fit_ladder(
+        ["random", "rule"], ["random", "rule"], pairs, bootstrap=np.int64(5), seed=np.int64(1)
+    )
+    assert (plain.ci95 == numpy.ci95).all() and numpy.bootstrap == 5
+
+
+@pytest.mark.parametrize(
+    "labels, versus, error, message",
+    [
+        (["r"], None, ValueError, "1 labels for 2 agents"),
+        (["random", "greedy"], ["nobody"], ValueError,
+         "versus ['nobody']: name agents among the rated ones ['random', 'greedy']"),
+        (["random", "greedy"], "random", TypeError,
+         "versus must be a list or tuple of agent specs or agent objects, got the string "
+         "'random'; split comma-separated specs first: ['random']"),
+    ],
+)  # fmt: skip
+def test_play_pairs_checks_labels_and_versus_before_playing(
+    monkeypatch, labels, versus, error, message
+):
+    def no_run(*a, **k):
+        raise AssertionError("a pair was played before the input was checked")
+
+    monkeypatch.setattr(ladder, "run_arena", no_run)
+    rules = ladder.Rules.make("guiyang")
+    with pytest.raises(error, match=re.escape(message)):
+        ladder.play_pairs(["random", "greedy"], labels, rules, 2, 0, "permute", versus=versus)
