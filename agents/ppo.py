@@ -27,6 +27,7 @@ import hashlib
 import io
 import json
 import math
+import numbers
 import re
 import shlex
 import warnings
@@ -39,6 +40,7 @@ from torch import nn
 from agents.base import DEVICES, Agent
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.game import check_flag
 from zhuoji_env.fileio import write_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
@@ -323,25 +325,60 @@ REWARD_SCALE = 0.1
 settlement of the hand times this, unless its training said otherwise (:func:`reward_scale_of`)."""
 
 
-def reward_scale_of(ckpt: dict) -> float:
+def check_reward_scale(value, where: str) -> float:
+    """``value`` as a float, if it is a finite number above 0 (the search divides values by it);
+    else ``ValueError`` naming ``where`` (the file and field it came from)."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or not value > 0:
+        raise ValueError(f"{where} is {value!r}: the reward scale must be a finite number > 0")
+    return float(value)
+
+
+def reward_scale_of(ckpt: dict, name: str = "checkpoint") -> float:
     """The reward scale a checkpoint's value head was trained with: its trainer arguments', else
     that of the last ``training.ppo_selfplay`` stage (a shipped policy keeps its stages, not its
     arguments; a stage whose command has no ``--reward-scale`` ran at :data:`REWARD_SCALE`),
-    else :data:`REWARD_SCALE`."""
+    else :data:`REWARD_SCALE`. What it reads is checked: ``ValueError`` naming ``name`` (the
+    checkpoint file) and the field, for a scale that is not a finite number > 0, ``stages`` that
+    are not a list of objects with a ``command`` string, or a command that does not parse."""
     args = ckpt.get("args")
     if isinstance(args, dict) and "reward_scale" in args:
-        return float(args["reward_scale"])
-    for stage in reversed(ckpt.get("stages") or []):
-        words = shlex.split(str(stage.get("command", "")))
+        return check_reward_scale(args["reward_scale"], f"{name}: args['reward_scale']")
+    stages = ckpt.get("stages") or []
+    if not isinstance(stages, (list, tuple)):
+        raise ValueError(
+            f"{name}: 'stages' is {type(stages).__name__}, not a list of the runs that trained it"
+        )
+    for k in range(len(stages) - 1, -1, -1):
+        field = f"stages[{k}]['command']"
+        stage = stages[k]
+        command = stage.get("command", "") if isinstance(stage, dict) else None
+        if not isinstance(command, str):
+            raise ValueError(
+                f"{name}: stages[{k}] is {stage!r}, not an object with a 'command' string"
+            )
+        try:
+            words = shlex.split(command)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {field} {command!r} does not parse ({exc})") from None
         if "training.ppo_selfplay" not in words:
             continue
         for i, word in enumerate(words):
             if word.startswith("--reward-scale="):
-                return float(word.partition("=")[2])
+                return _scale_word(word.partition("=")[2], f"{name}: {field}'s --reward-scale")
             if word == "--reward-scale" and i + 1 < len(words):
-                return float(words[i + 1])
+                return _scale_word(words[i + 1], f"{name}: {field}'s --reward-scale")
         break
     return REWARD_SCALE
+
+
+def _scale_word(word: str, where: str) -> float:
+    """The reward scale of a command's word, checked (:func:`check_reward_scale`)."""
+    try:
+        value = float(word)
+    except ValueError:
+        raise ValueError(f"{where} is {word!r}, not a number") from None
+    return check_reward_scale(value, where)
 
 
 class PPOAgent(Agent):
@@ -361,10 +398,15 @@ class PPOAgent(Agent):
         rules=None,
         reward_scale: float = REWARD_SCALE,
     ):
+        if not isinstance(net, nn.Module) or not hasattr(net, "obs_version"):
+            raise TypeError(
+                f"PPOAgent plays a PolicyNet, got {type(net).__name__}; for a checkpoint file "
+                "use PPOAgent.load(path) or make_agent('ppo:PATH')"
+            )
         super().__init__(seed)
-        self.reward_scale = reward_scale
+        self.reward_scale = check_reward_scale(reward_scale, "reward_scale")
         self.net = net
-        self.greedy = greedy
+        self.greedy = check_flag(greedy, "greedy")
         self.read = NetInput(net.obs_version, rules)
         self.device = next(net.parameters()).device
         self._gen = self._generator()
@@ -380,13 +422,22 @@ class PPOAgent(Agent):
     def load(
         cls, path: str | Path, seed=None, greedy: bool = False, device: str = "cpu"
     ) -> PPOAgent:
+        """The agent of a checkpoint file (:func:`load_checkpoint`); its ``rules`` and reward
+        scale (:func:`reward_scale_of`) are checked too, a bad one named with the file."""
+        greedy = check_flag(greedy, "greedy")
         net, ckpt = load_checkpoint(path, device)
+        try:
+            rules = Rules.make(ckpt.get("rules"))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"{path}: its 'rules' {ckpt.get('rules')!r} are refused: {exc}"
+            ) from None
         return cls(
             net,
             seed=seed,
             greedy=greedy,
-            rules=ckpt.get("rules"),
-            reward_scale=reward_scale_of(ckpt),
+            rules=rules,
+            reward_scale=reward_scale_of(ckpt, str(path)),
         )
 
     def _forward(self, obs: np.ndarray, mask: np.ndarray):

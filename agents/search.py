@@ -35,12 +35,15 @@ environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` 
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from agents.base import Agent
 from agents.simple import RandomAgent
 from zhuoji_env import belief
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import as_generator
 from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import SLICES, encode
@@ -279,6 +282,13 @@ class SearchAgent(Agent):
         seed=None,
     ):
         super().__init__(seed)
+        missing = [m for m in ("act", "reseed") if not callable(getattr(base, m, None))]
+        if missing:
+            raise TypeError(
+                f"search needs a base agent (with act and reseed), got {base!r}; make one from "
+                "a spec with agents.make_agent (e.g. make_agent('rule')), or ask for "
+                "make_agent('search:rule')"
+            )
         if getattr(base, "needs_view", False):
             raise ValueError(f"search needs a base that plays from observations, got {base!r}")
         valued = hasattr(base, "policy") and hasattr(base, "reward_scale")
@@ -295,10 +305,10 @@ class SearchAgent(Agent):
                 raise ValueError(f"search option {name} must be an integer, got {value!r}")
             if not low <= value <= high:
                 raise ValueError(f"search option {name}={value} is out of range {low}-{high}")
-        if unsure is not None and not 0 < unsure <= 1:
-            raise ValueError(f"search option unsure={unsure} must be in (0, 1]")
-        if not 0 <= z <= 10:
-            raise ValueError(f"search option z={z} must be in [0, 10]")
+        if unsure is not None and not (_is_real(unsure) and 0 < unsure <= 1):
+            raise ValueError(f"search option unsure={unsure!r} must be a number in (0, 1] or None")
+        if not (_is_real(z) and 0 <= z <= 10):
+            raise ValueError(f"search option z={z!r} must be a number in [0, 10]")
         if mean > 1 and not leaf:
             raise ValueError(
                 f"search option mean={mean} averages BASE's values at the seat's last {mean} "
@@ -495,6 +505,11 @@ class SearchAgent(Agent):
         )
 
 
+def _is_real(x) -> bool:
+    """A real number (numpy's too), not a bool: ``True`` is no probability or z."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def parse_spec(arg: str) -> tuple[str, dict]:
     """``BASE[:OPTION=VALUE]...`` -> ``(BASE, options)``, the options peeled off
     the end; a trailing option name without ``=VALUE`` is refused."""
@@ -541,7 +556,12 @@ def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> Sear
             "e.g. search:ppo-guiyang or search:rule:k=64"
         )
     base_spec, opts = parse_spec(arg)
-    ss = np.random.SeedSequence(seed) if seed is not None else np.random.SeedSequence()
+    as_generator(seed, "agent seed")  # the agents' seed rules, by name (numpy's names nothing)
+    if isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        seed = as_generator(seed).integers(2**63, size=4)  # the two seeds drawn from it
+    elif seed is not None and np.ndim(seed) == 0:
+        seed = int(seed)  # a numpy integer or 0-d array, which SeedSequence cannot take
+    ss = np.random.SeedSequence(seed)  # None: fresh entropy
     base_seed, own_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))
     base = make_agent(base_spec, seed=base_seed, rules=rules)
     return SearchAgent(base, rules=rules, seed=own_seed, **opts)

@@ -4,6 +4,7 @@ load time with the file's name; ``agents`` never imports ``training``."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,52 @@ def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, c
         load_checkpoint(tmp_path / "alien.pt")
     with pytest.raises(ValueError, match="no checkpoint file"):
         make_agent(f"ppo:{tmp_path / 'missing.pt'}:greedy")
+
+
+PPO = "python -m training.ppo_selfplay"
+BAD_METADATA = [
+    ({"args": {"reward_scale": 0}}, r"args\['reward_scale'\] is 0: the reward scale must be a"),
+    ({"args": {"reward_scale": -5}}, r"args\['reward_scale'\] is -5: .* finite number > 0"),
+    ({"args": {"reward_scale": float("nan")}}, r"args\['reward_scale'\] is nan"),
+    ({"args": {"reward_scale": "abc"}}, r"args\['reward_scale'\] is 'abc'"),
+    ({"args": {"reward_scale": True}}, r"args\['reward_scale'\] is True"),
+    ({"stages": 5}, "'stages' is int, not a list"),
+    ({"stages": ["x"]}, r"stages\[0\] is 'x', not an object with a 'command' string"),
+    ({"stages": [{"command": f"{PPO} --seed 'x"}]}, r"stages\[0\]\['command'\] .*does not parse"),
+    (
+        {"stages": [{"command": f"{PPO} --reward-scale=abc"}]},
+        r"stages\[0\]\['command'\]'s --reward-scale is 'abc', not a number",
+    ),
+    ({"stages": [{"command": f"{PPO} --reward-scale 0"}]}, "--reward-scale is 0.0: the reward"),
+    ({"rules": "nonsense"}, "its 'rules' 'nonsense' are refused: unknown preset"),
+    ({"rules": 5}, "its 'rules' 5 are refused"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD_METADATA, ids=[str(c) for c, _ in BAD_METADATA])
+def test_checkpoint_metadata_is_checked_and_named_with_the_file(tmp_path, ckpt, change, message):
+    """The reward scale (the search divides values by it), the stages it is read from and the
+    rules are checked when the agent is made; each error names the file and the field."""
+    path = tmp_path / "meta.pt"
+    torch.save(dict(torch.load(ckpt, weights_only=True), **change), path)
+    with pytest.raises(ValueError, match=f"{re.escape(str(path))}: .*{message}"):
+        make_agent(f"ppo:{path}")
+
+
+def test_ppo_agent_refuses_a_non_bool_greedy_and_a_non_network(ckpt):
+    """``greedy="no"`` played the argmax; ``PPOAgent(None)`` failed on an attribute."""
+    with pytest.raises(TypeError, match="greedy must be True or False, got 'no'"):
+        PPOAgent.load(ckpt, greedy="no")
+    net = PolicyNet(8)
+    with pytest.raises(TypeError, match="greedy must be True or False"):
+        PPOAgent(net, greedy=1)
+    with pytest.raises(TypeError, match="PPOAgent plays a PolicyNet, got NoneType"):
+        PPOAgent(None)
+    for scale in (0, -1, float("inf")):
+        with pytest.raises(ValueError, match="reward_scale is .*: the reward scale must be"):
+            PPOAgent(net, reward_scale=scale)
+    assert PPOAgent.load(ckpt, greedy=True).greedy is True
+    assert PPOAgent(net, reward_scale=1).reward_scale == 1.0
 
 
 def test_a_broken_sb3_model_is_refused_with_its_name(tmp_path):

@@ -360,6 +360,42 @@ def test_explained_variance():
     # residuals 0.5 -0.5 0.5 -0.5: variance 0.25 of 1.25
     assert explained_variance(target - [0.5, -0.5, 0.5, -0.5], target) == pytest.approx(0.8)
     assert np.isnan(explained_variance(np.zeros(3), np.ones(3)))
+    with pytest.raises(ValueError, match=r"one shape, got \(4, 1\) and \(4,\)"):
+        explained_variance(np.zeros((4, 1)), target)  # would broadcast to 4 x 4 and say 0.0
+
+
+def _rollout_arrays(T=3, B=2):
+    seats = np.zeros((T, B), np.int64)
+    return seats, np.zeros((T, B)), np.ones((T, B), np.float32), np.zeros((T, B), bool)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"seats": np.array([[0, -1], [1, 0], [0, 1]])}, "seats must be >= 0, got -1"),
+        ({"seats": np.zeros((3, 2)) + 0.7}, "seats must be an integer array"),
+        ({"seats": np.zeros(3, np.int64)}, r"seats must be an integer array \[T, B\]"),
+        ({"rewards": np.ones((3, 1), np.float32)}, r"rewards must have the shape of seats"),
+        ({"finished": np.ones((3, 1), bool)}, r"finished must have the shape of seats"),
+        ({"gamma": 2}, r"gamma must be a number in \[0, 1\], got 2"),
+        ({"gamma": True}, r"gamma must be a number in \[0, 1\], got True"),
+        ({"lam": -1}, r"lam must be a number in \[0, 1\], got -1"),
+    ],
+)
+def test_seat_gae_and_shaping_refuse_arrays_that_would_broadcast_or_wrap(change, message):
+    """A seat of -1 indexed the last seat's trajectory, a float seat was truncated, a [T, 1]
+    array broadcast over the games, gamma 2 or lambda -1 went through: now each is refused."""
+    seats, values, rewards, flags = _rollout_arrays()
+    arrays = {"seats": seats, "values": values, "rewards": rewards, "dones": flags}
+    arrays.update(finished=~flags, gamma=0.9, lam=0.95)
+    arrays.update(change)
+    with pytest.raises(ValueError, match=message):
+        seat_gae(**arrays)
+    if "lam" not in change and "values" not in change:
+        phi = np.zeros(np.shape(arrays["seats"]), np.float32)
+        shaped = {k: v for k, v in arrays.items() if k not in ("values", "lam")}
+        with pytest.raises(ValueError, match=message.replace("rewards", "(rewards|phi)")):
+            shaped_rewards(phi=phi, **shaped)
 
 
 class _LastLegal(Agent):

@@ -149,3 +149,40 @@ def test_view_refuses_a_record_whose_result_differs_unless_allowed(tmp_path, cap
     assert view_main([str(ron), "--out", str(good)]) == 0
     assert 'id="mismatch"' not in good.read_text(encoding="utf-8")
     assert "differs" not in Record(ron)._repr_html_()
+
+
+RON = Path(__file__).parent / "data" / "records" / "guiyang-2-ron.json"
+
+
+def test_record_save_never_replaces_its_record_and_takes_only_a_bool_overwrite(tmp_path):
+    """The viewer's promise holds in Python too: ``Record(p).save(p, overwrite=True)`` wrote HTML
+    over the record; ``overwrite="no"`` replaced a page; a folder was "exists" then
+    IsADirectoryError."""
+    rec_path = tmp_path / "hand.json"
+    rec_path.write_text(RON.read_text())
+    record = Record(rec_path)
+    for target in (rec_path, str(rec_path)):
+        with pytest.raises(ValueError, match="is the record this page shows: the viewer never"):
+            record.save(target, overwrite=True)
+    assert rec_path.read_text() == RON.read_text()
+    page = record.save(tmp_path / "hand.html")
+    page.write_text("mine")
+    with pytest.raises(TypeError, match="overwrite must be True or False, got 'no'"):
+        record.save(page, overwrite="no")
+    assert page.read_text() == "mine"
+    for overwrite in (False, True):
+        with pytest.raises(IsADirectoryError, match="is a folder: give the page a file name"):
+            record.save(tmp_path, overwrite=overwrite)
+    assert record.save(page, overwrite=True) == page and page.read_text().startswith("<!DOC")
+
+
+def test_record_page_and_table_refuse_arguments_of_the_wrong_type():
+    for bad in ([1, 2], 5, b"hand.json", None):
+        with pytest.raises(TypeError, match="Record takes a record object .* got "):
+            Record(bad)
+    record = Record(RON)
+    with pytest.raises(TypeError, match="title must be a string, got None"):
+        record.page(title=None)
+    with pytest.raises(TypeError, match="reveal must be True or False, got 'no'"):
+        record.table(0, reveal="no")
+    assert record.table(0, reveal=False, viewer=0) is not None

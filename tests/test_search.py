@@ -227,6 +227,42 @@ def test_bad_specs_are_refused(spec, match):
         make_agent(spec)
 
 
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"base": "rule"}, TypeError, "search needs a base agent .*got 'rule'.*make_agent"),
+        ({"base": None}, TypeError, "search needs a base agent .*got None"),
+        ({"base": 5}, TypeError, "search needs a base agent .*got 5"),
+        ({"unsure": "a"}, ValueError, r"unsure='a' must be a number in \(0, 1\] or None"),
+        ({"unsure": True}, ValueError, r"unsure=True must be a number in \(0, 1\]"),
+        ({"unsure": 1.5}, ValueError, r"unsure=1.5 must be a number in \(0, 1\]"),
+        ({"z": "1"}, ValueError, r"z='1' must be a number in \[0, 10\]"),
+        ({"z": True}, ValueError, r"z=True must be a number in \[0, 10\]"),
+        ({"z": float("nan")}, ValueError, r"z=nan must be a number in \[0, 10\]"),
+    ],
+)
+def test_the_constructor_checks_its_arguments_as_the_spec_does(kwargs, error, match):
+    """``SearchAgent("rule")`` was built and failed in the arena; a string or bool ``unsure`` or
+    ``z`` met a bare TypeError or went through as 1."""
+    kwargs = {"base": make_agent("rule"), **kwargs}
+    with pytest.raises(error, match=match):
+        SearchAgent(**kwargs)
+
+
+def test_the_spec_seed_is_checked_and_derives_the_same_seeds():
+    with pytest.raises(ValueError, match="agent seed must be .*non-negative integer.*got -1"):
+        make_agent("search:rule", seed=-1)
+    with pytest.raises(TypeError, match="agent seed must be .*got 1.5"):
+        make_agent("search:rule", seed=1.5)
+    base_seed, own_seed = (int(s.generate_state(1)[0]) for s in np.random.SeedSequence(7).spawn(2))
+    for seed in (7, np.int64(7), np.array(7)):
+        agent = make_agent("search:random", seed=seed)
+        assert agent.rng.integers(2**62) == np.random.default_rng(own_seed).integers(2**62)
+        assert agent.base.rng.integers(2**62) == np.random.default_rng(base_seed).integers(2**62)
+    a, b = (make_agent("search:random", seed=np.random.default_rng(3)) for _ in range(2))
+    assert a.rng.integers(2**62) == b.rng.integers(2**62)  # drawn from the generator given
+
+
 def test_act_without_a_view_is_refused():
     agent = make_agent("search:random:k=2")
     rules, st = position(OWN, *GOOD)

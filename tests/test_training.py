@@ -25,6 +25,7 @@ from training.cli import FlagError, bf16_from_flag, field_docs, parse_args, plai
 from training.learner import fast_bf16
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
+from zhuoji_env.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -911,3 +912,92 @@ def test_bf16_flag_is_on_off_or_auto_where_bfloat16_is_fast(monkeypatch):
     for capability, fast in [((7, 5), False), ((8, 0), True), ((9, 0), True)]:
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d, c=capability: c)
         assert fast_bf16(cuda) is fast and bf16_from_flag("auto", cuda) is fast
+
+
+ARGS_OF_THE_WRONG_TYPE = [
+    ({"force": "no"}, "--force 'no': must be True or False, not str"),
+    ({"features": "no"}, "--features 'no': must be True or False"),
+    ({"rule_hint": 1}, "--rule-hint 1: must be True or False, not int"),
+    ({"anneal_lr": "no"}, "--anneal-lr 'no': must be True or False"),
+    ({"rules": {"preset": "guiyang"}}, "--rules {'preset': 'guiyang'}: must be a string, not dict"),
+    ({"rules": Rules.make("app")}, "--rules Rules(.*): must be a string, not Rules"),
+    ({"eval_opponents": None}, "--eval-opponents None: must be a string, not NoneType"),
+    ({"pool_agents": ["rule"]}, r"--pool-agents \['rule'\]: must be a string, not list"),
+    ({"out_dir": None}, "--out-dir None: must be a string"),
+    ({"resume": 5}, "--resume 5: must be a string, not int"),
+    ({"bf16": 1}, "--bf16 1: must be a string or True or False, not int"),
+    ({"out_dir": ""}, r"--out-dir '': an empty path; name a folder \('.' for this one\)"),
+]
+
+
+@pytest.mark.parametrize(
+    "change, message", ARGS_OF_THE_WRONG_TYPE, ids=[str(c) for c, _ in ARGS_OF_THE_WRONG_TYPE]
+)
+def test_ppo_selfplay_args_must_have_their_fields_types(tmp_path, change, message):
+    """A Python ``Args`` is checked by its fields' types: ``"no"`` is no bool, a rules object
+    no ``--rules`` text, and an empty ``--out-dir`` no folder (it would be the current one)."""
+    args = ppo_selfplay.Args(**{"out_dir": str(tmp_path / "run"), "eval_opponents": "", **change})
+    with pytest.raises(FlagError, match=message):
+        ppo_selfplay.check_args(args)
+
+
+def test_force_as_a_string_deletes_no_run(tmp_path):
+    """``force="no"`` is refused before anything is deleted (a truthy string was taken as
+    ``--force``, and the earlier run's checkpoints and metrics went)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "update_1.pt").write_bytes(b"precious")
+    (run / "metrics.jsonl").write_text("{}\n")
+    args = ppo_selfplay.Args(out_dir=str(run), eval_opponents="", force="no")
+    with pytest.raises(FlagError, match="--force 'no': must be True or False"):
+        ppo_selfplay.prepare_out_dir(args, ppo_selfplay.check_args(args)[1])
+    assert sorted(p.name for p in run.iterdir()) == ["metrics.jsonl", "update_1.pt"]
+
+
+def test_args_of_their_types_pass_as_before(tmp_path):
+    """The older ``bf16=True`` form (``str | bool``), numpy floats and the sb3 trainer's
+    shared check: only wrong types are refused."""
+    out = str(tmp_path / "run")
+    for change in ({"bf16": True}, {"bf16": "off"}, {"lr": np.float64(1e-3)}, {"lr": 1}):
+        ppo_selfplay.check_args(
+            ppo_selfplay.Args(**{"out_dir": out, "eval_opponents": "", **change})
+        )
+    with pytest.raises(FlagError, match="--force 'no': must be True or False"):
+        sb3_maskable.check_args(sb3_maskable.Args(out_dir=out, force="no"))
+
+
+def _curve_run(folder: Path, *decisions: int) -> Path:
+    from agents.ppo import save_checkpoint
+
+    folder.mkdir()
+    for k, d in enumerate(decisions, 1):
+        save_checkpoint(folder / f"update_{k}.pt", PolicyNet(8), rules="guiyang", decisions=d)
+    return folder
+
+
+def test_curve_takes_one_folder_or_a_list_and_refuses_repeats_and_none(tmp_path):
+    from training import curve
+
+    run = _curve_run(tmp_path / "run", 100, 200)
+    assert [d for d, _, _ in curve.checkpoints(str(run))] == [100, 200]
+    assert curve.checkpoints(run) == curve.checkpoints([str(run)])
+    with pytest.raises(ValueError, match="no run folder given"):
+        curve.checkpoints([])
+    with pytest.raises(ValueError, match="is given twice .*its checkpoints are played twice"):
+        curve.checkpoints([str(run), str(run) + "/"])
+    with pytest.raises(ValueError, match="run folder None: must be a path"):
+        curve.checkpoints([None])
+    points = curve.checkpoints(run)
+    for opponent in ("", "random,greedy", " , ", None):
+        with pytest.raises(ValueError, match="must be one agent spec"):
+            curve.measure(points, opponent, 1, 0, 1)
+
+
+def test_curve_plots_to_a_str_path(tmp_path):
+    from training import curve
+
+    ci = {"margin": 1.0, "margin_ci95": [0.5, 1.5]}
+    rows = [{"decisions": d, "sampling": ci, "argmax": ci} for d in (100, 200)]
+    out = tmp_path / "c.png"
+    curve.plot(rows, "rule", 10, str(out), "")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

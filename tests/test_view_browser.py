@@ -94,6 +94,35 @@ def test_optional_fields_are_checked():
         replay_steps(rec)
 
 
+@pytest.mark.parametrize(
+    "first, message",
+    [
+        ({"fly away": 1.0}, r"probs\[0\]: 'fly away' is not a legal action of decision 0"),
+        ({5: 1.0}, r"probs\[0\]: 5 is not a legal action of decision 0; the keys are"),
+        ({"discard 4p": True}, r"probs\[0\]: expected null or an object .* in \[0, 1\]"),
+        ({"discard 4p": float("nan")}, r"probs\[0\]: expected null"),
+        ({"discard 4p": 1, "discard 1m": 1, "discard 2m": 1}, r"probs\[0\]: .* sum to 3, not 1"),
+        ({"discard 4p": 0.5}, r"probs\[0\]: the probabilities sum to 0.5, not 1"),
+    ],
+)
+def test_probabilities_must_be_a_distribution_over_the_legal_actions(first, message):
+    """Keys that are no legal action of the decision (or no text), bools and rows summing to 3
+    were shown as if they were the agent's probabilities."""
+    rec = load(RON)
+    rec["probs"] = [first] + [None] * (len(rec["actions"]) - 1)
+    with pytest.raises(RecordError, match=message):
+        replay_steps(rec)
+
+
+def test_probabilities_rounded_as_analysis_writes_them_pass():
+    rec = load(RON)
+    n = len(rec["actions"])
+    legal = replay_steps(rec)["steps"][0]["legal"]
+    row = {a: round(1 / len(legal), 4) for a in legal}  # sums to 1 within the rounding
+    rec["probs"] = [row, {"pong": 0.25, "pass": 0.75}] + [None] * (n - 2)
+    assert replay_steps(rec)["steps"][0]["probs"] == row
+
+
 def test_stepping_through_a_hand(browser, tmp_path):
     out = tmp_path / "ron.html"
     assert main([str(RON), "--out", str(out)]) == 0

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import reprlib
 import shlex
 import shutil
 import sys
@@ -86,7 +87,9 @@ def parse_args(
                 help=f"{text} ({switch})" if text else switch,
             )
         else:
-            kind = {"int": int, "float": float, "str": str}.get(f.type, f.type)
+            types = field_types(f)
+            first = types[0] if types else f.type  # "str | bool": a string on the command line
+            kind = {"int": int, "float": float, "str": str}.get(first, first)
             parser.add_argument(flag, type=kind, default=f.default, help=help_text)
     return cls(**vars(parser.parse_args(argv)))
 
@@ -135,12 +138,47 @@ NON_NEGATIVE = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
 UNIT = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
 
 
+TYPE_CHECKS = {
+    "bool": (lambda v: isinstance(v, bool), "True or False"),
+    "int": (_is_int, "an integer"),
+    "float": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "None": (lambda v: v is None, "None"),
+}
+"""The check of a field's value by its annotation's type (a union such as ``str | bool``: any of
+them): plain Python values as the command line gives them, so that ``force="no"`` is not taken
+as true and ``rules={...}`` is not met by an ``AttributeError`` deep inside. A float's range,
+finiteness included, is its field's own check (``POSITIVE``, ``UNIT``, ...), whose message says
+more."""
+
+
+def field_types(f: dataclasses.Field) -> list[str]:
+    """The type names of a dataclass field's annotation (``"str | bool"``: ``["str", "bool"]``),
+    or ``[]`` when any of them is not one of :data:`TYPE_CHECKS` (the field is not checked)."""
+    text = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+    names = [t.strip() for t in text.split("|")]
+    return names if all(t in TYPE_CHECKS for t in names) else []
+
+
 def check_fields(args, checks: dict[str, tuple[Callable, str]]) -> None:
-    """Raise :class:`FlagError` for the first field of ``args`` that fails its check."""
+    """Raise :class:`FlagError` for the first field of ``args`` that fails its check in
+    ``checks``, then, when ``args`` is a dataclass, for the first other field whose value is not
+    of its annotation's type (:data:`TYPE_CHECKS`)."""
     for name, (ok, allowed) in checks.items():
         value = getattr(args, name)
         if not ok(value):
             raise FlagError(f"{flag(name)} {value!r}: must be {allowed}")
+    if not dataclasses.is_dataclass(args):
+        return
+    for f in dataclasses.fields(args):
+        types = field_types(f)
+        value = getattr(args, f.name)
+        if f.name not in checks and types and not any(TYPE_CHECKS[t][0](value) for t in types):
+            allowed = " or ".join(TYPE_CHECKS[t][1] for t in types)
+            raise FlagError(
+                f"{flag(f.name)} {reprlib.repr(value)}: must be {allowed}, not "
+                f"{type(value).__name__}"
+            )
 
 
 def rules_from_flag(text: str, name: str = "rules") -> Rules:
@@ -183,7 +221,9 @@ def check_agent_specs(text: str, name: str, rules: Rules, allow_empty: bool = Fa
 
 def check_out_dir(path: str, name: str = "out_dir") -> None:
     """``path`` is a folder, or can be created as one (its nearest existing parent is a
-    writable folder)."""
+    writable folder); an empty path is refused, not read as the current folder."""
+    if path == "":
+        raise FlagError(f"{flag(name)} {path!r}: an empty path; name a folder ('.' for this one)")
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise FlagError(f"{flag(name)} {path!r}: exists and is not a folder")

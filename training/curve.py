@@ -16,22 +16,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 
 from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
+from agents.registry import split_specs
 from training.cli import json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
 
 
-def checkpoints(run_dirs: list[str]) -> list[tuple[int, Path, dict]]:
-    """``(decisions, path, rules record)`` of every ``update_<k>.pt`` in the folders, sorted by
-    decisions; a folder without one, or a checkpoint without a count of ``decisions`` or with
-    rules this package cannot make, raises ``ValueError`` naming it."""
+def checkpoints(
+    run_dirs: str | os.PathLike | list[str | os.PathLike],
+) -> list[tuple[int, Path, dict]]:
+    """``(decisions, path, rules record)`` of every ``update_<k>.pt`` in the folders (one folder,
+    or a list of them), sorted by decisions; no folder, one given twice (its checkpoints would
+    be played twice), a folder without a checkpoint, or a checkpoint without a count of
+    ``decisions`` or with rules this package cannot make, raises ``ValueError`` naming it."""
+    if isinstance(run_dirs, (str, os.PathLike)):
+        run_dirs = [run_dirs]
+    if not isinstance(run_dirs, (list, tuple)):
+        raise ValueError(f"run folders {run_dirs!r}: must be a path or a list of paths")
+    if not run_dirs:
+        raise ValueError("no run folder given: pass a run's --out-dir, or a list of them")
+    seen: dict[Path, str] = {}
+    for d in run_dirs:
+        if not isinstance(d, (str, os.PathLike)):
+            raise ValueError(f"run folder {d!r}: must be a path (a str or pathlib.Path)")
+        key = Path(d).resolve()
+        if key in seen:
+            raise ValueError(
+                f"run folder {str(d)!r} is given twice ({seen[key]!r} and {str(d)!r}): give "
+                "each once, or its checkpoints are played twice"
+            )
+        seen[key] = str(d)
     out = []
     for d in run_dirs:
         if not Path(d).is_dir():
@@ -81,6 +103,16 @@ def free_out(out: Path) -> Path:
 
 
 def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[dict]:
+    """Each point of :func:`checkpoints` against ``opponent``, one agent spec, by sampling and by
+    argmax: a row per point of its margins per hand and their 95% intervals."""
+    try:
+        specs = split_specs(opponent, "opponent")
+    except (ValueError, AttributeError):  # none given, an empty item, not a string
+        specs = []
+    if len(specs) != 1:
+        raise ValueError(
+            f"opponent {opponent!r}: must be one agent spec (the curve's one opponent), e.g. rule"
+        )
     rows = []
     for decisions, path, rules in points:
         row = {"decisions": decisions, "checkpoint": str(path)}
@@ -100,8 +132,10 @@ def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[
     return rows
 
 
-def plot(rows: list[dict], opponent: str, deals: int, path: Path, title: str) -> None:
-    """The curve of ``rows`` as a picture at ``path`` (its format from the suffix)."""
+def plot(rows: list[dict], opponent: str, deals: int, path: str | Path, title: str) -> None:
+    """The curve of ``rows`` as a picture at ``path`` (a str or Path; its format from the
+    suffix)."""
+    path = Path(path)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -9,6 +9,7 @@ settlement is credited to each seat's own last decision of the hand (the environ
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,31 @@ def fast_bf16(device: torch.device) -> bool:
     return bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
 
 
+def check_rollout(seats, arrays: dict[str, np.ndarray], **discounts: float) -> np.ndarray:
+    """``seats`` as int64 ``[T, B]``, once checked with the rollout ``arrays`` beside it and the
+    ``discounts``: ``ValueError`` naming what is wrong. Seats must be integers >= 0 (a seat of -1
+    would index the last seat's trajectory, a fraction be truncated), every array must have
+    their shape (a ``[T, 1]`` one would broadcast over the games), each discount must be a
+    number in [0, 1]. The checks are whole-array ones, cheap beside the loop over ``T``."""
+    seats = np.asarray(seats)
+    if seats.ndim != 2 or not np.issubdtype(seats.dtype, np.integer):
+        raise ValueError(
+            f"seats must be an integer array [T, B] (the seat that decided at each step of each "
+            f"game), got {seats.dtype} of shape {seats.shape}"
+        )
+    if seats.size and seats.min() < 0:
+        raise ValueError(f"seats must be >= 0, got {seats.min()}")
+    for name, a in arrays.items():
+        if np.shape(a) != seats.shape:
+            raise ValueError(
+                f"{name} must have the shape of seats {seats.shape}, got {np.shape(a)}"
+            )
+    for name, x in discounts.items():
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 <= x <= 1:
+            raise ValueError(f"{name} must be a number in [0, 1], got {x!r}")
+    return seats.astype(np.int64, copy=False)
+
+
 def seat_gae(
     seats: np.ndarray,
     values: np.ndarray,
@@ -49,7 +75,8 @@ def seat_gae(
     whose outcome is known); a finished decision whose successor is not finished bootstraps on
     the successor's value with no further advantage terms, as at the end of any rollout.
     """
-    seats = np.asarray(seats, dtype=np.int64)
+    arrays = {"values": values, "rewards": rewards, "dones": dones, "finished": finished}
+    seats = check_rollout(seats, arrays, gamma=gamma, lam=lam)
     values = np.asarray(values, dtype=np.float64)
     T, B = seats.shape
     n = int(seats.max()) + 1 if seats.size else 1
@@ -82,7 +109,9 @@ def shaped_rewards(seats, phi, rewards, dones, finished, gamma: float) -> np.nda
     potential after a hand's last decision is 0, so over a seat's decisions ``k = 0..K`` of a
     hand the discounted shaping telescopes: ``sum_k gamma^k (gamma phi_{k+1} - phi_k) =
     -phi_0``, whatever the policy does (potential-based shaping leaves the optimal policy
-    alone)."""
+    alone). Checked as :func:`seat_gae`'s arrays (:func:`check_rollout`)."""
+    arrays = {"phi": phi, "rewards": rewards, "dones": dones, "finished": finished}
+    seats = check_rollout(seats, arrays, gamma=gamma)
     T, B = seats.shape
     rows = np.arange(B)
     next_phi = np.zeros((B, int(seats.max()) + 1), dtype=np.float32)
@@ -111,7 +140,12 @@ def explained_variance(
     pred: np.ndarray, target: np.ndarray, group: ProcessGroup | None = None
 ) -> float:
     """``1 - Var(target - pred) / Var(target)`` (CleanRL's diagnostic; NaN when Var is 0), over
-    the union of the processes' arrays with a ``group``."""
+    the union of the processes' arrays with a ``group``. ``pred`` and ``target`` must have one
+    shape (``(4, 1)`` against ``(4,)`` would broadcast to a 4 x 4 difference)."""
+    if np.shape(pred) != np.shape(target):
+        raise ValueError(
+            f"pred and target must have one shape, got {np.shape(pred)} and {np.shape(target)}"
+        )
     if group is None:
         var = np.var(target)
         return float("nan") if var == 0 else float(1 - np.var(target - pred) / var)

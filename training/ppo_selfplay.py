@@ -265,7 +265,7 @@ class Args:
     """a progress bar of the updates"""
     device: str = "auto"
     """'auto' (CUDA when torch sees it, else CPU), 'cpu' or 'cuda'"""
-    bf16: str = "auto"
+    bf16: str | bool = "auto"
     """bfloat16 autocast of the update's forward/backward (log-softmax, ratios and losses stay
     float32): 'on', 'off', or 'auto': on where bfloat16 is fast (a CUDA GPU of compute
     capability 8.0+, a CPU with AMX; emulated elsewhere, and far slower there)"""

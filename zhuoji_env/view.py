@@ -9,8 +9,9 @@ RULES.md 7. Only ASCII is drawn (tiles as ``5m``, ``9p``, ``1s``), so a browser 
 fonts shows everything.
 
 A record may carry two optional per-decision fields, aligned with ``actions``, that the analysis
-tools write (``agents.analysis``): ``probs``, each ``null`` or an object from action text
-(``"discard 5m"``, ``"pong"``) to the deciding agent's probability, and ``values``, each
+tools write (``agents.analysis``): ``probs``, each ``null`` or an object from the text of
+the decision's legal actions (``"discard 5m"``, ``"pong"``) to the deciding agent's
+probabilities, numbers in [0, 1] that sum to about 1, and ``values``, each
 ``null`` or the agent's value estimate. The page shows them beside the alternatives; replay
 ignores them. ``agents`` (optional) labels the seats with strings. A value is null or a finite
 number: the page's JSON reader has no ``NaN`` or ``Infinity``, and one would blank it.
@@ -42,6 +43,7 @@ import numpy as np
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
+from zhuoji_env.engine.game import check_flag
 from zhuoji_env.engine.records import RecordError, compare, load, parse, replay
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -80,17 +82,44 @@ def _optional_list(rec: Mapping[str, Any], key: str, n: int) -> list:
     return raw
 
 
+PROBS_SUM_TOLERANCE = 0.01
+"""How far from 1 a decision's probabilities may sum (``agents.analysis`` rounds each to 4
+decimals, over up to 86 legal actions)."""
+
+
 def _check_probs(probs: list) -> None:
+    """Each entry null or an object from action text to a finite number in [0, 1] (not a
+    bool), summing to about 1 (:data:`PROBS_SUM_TOLERANCE`); the keys are checked against the
+    legal actions as the hand is replayed (:func:`_check_probs_keys`)."""
     for j, p in enumerate(probs):
         if p is None:
             continue
         if not isinstance(p, Mapping) or not all(
-            isinstance(v, (int, float)) and 0 <= v <= 1 for v in p.values()
+            isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v) and 0 <= v <= 1
+            for v in p.values()
         ):
             raise RecordError(
                 f"probs[{j}]: expected null or an object from action text to a probability "
-                f"in [0, 1], got {p!r}"
+                f"in [0, 1], got {reprlib.repr(p)}"
             )
+        total = math.fsum(p.values())
+        if abs(total - 1) > PROBS_SUM_TOLERANCE:
+            raise RecordError(
+                f"probs[{j}]: the probabilities sum to {total:g}, not 1 (a distribution over "
+                f"the legal actions), in {reprlib.repr(p)}"
+            )
+
+
+def _check_probs_keys(j: int, p: Mapping | None, legal: list[str]) -> None:
+    """The keys of decision ``j``'s probabilities are the text of its legal actions."""
+    if p is None:
+        return
+    bad = [k for k in p if k not in legal]
+    if bad:
+        raise RecordError(
+            f"probs[{j}]: {reprlib.repr(bad[0])} is not a legal action of decision {j}; the keys "
+            f"are the legal actions' text: {', '.join(legal)}"
+        )
 
 
 def _finite(v: int | float) -> bool:
@@ -218,9 +247,9 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
             **_seat_view(rules, st),
         }
         if a is not None:
-            step.update(
-                legal=core.legal_names(st, 0), chosen=A.describe(a), probs=probs[j], value=values[j]
-            )
+            legal = core.legal_names(st, 0)
+            _check_probs_keys(j, probs[j], legal)
+            step.update(legal=legal, chosen=A.describe(a), probs=probs[j], value=values[j])
         steps.append(step)
     ledger = [
         {"payer": p, "payee": q, "amount": amt, "item": it, "label": ITEM_LABELS[it]}
@@ -241,6 +270,8 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
 
 def page(rec: Mapping[str, Any], title: str = "Zhuoji hand") -> str:
     """The viewer page of a record, as one HTML string."""
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a string, got {reprlib.repr(title)}")
     return _html(replay_steps(rec), title)
 
 
@@ -266,12 +297,27 @@ def _html(steps: dict[str, Any], title: str) -> str:
 
 
 def write_page(
-    rec: Mapping[str, Any], out: str | Path, title: str | None = None, *, overwrite: bool = False
+    rec: Mapping[str, Any],
+    out: str | Path,
+    title: str | None = None,
+    *,
+    overwrite: bool = False,
+    source: str | Path | None = None,
 ) -> Path:
     """Write the viewer page of ``rec`` to ``out`` whole or not at all; returns the path.
 
-    An existing ``out`` is replaced only with ``overwrite=True`` (else ``FileExistsError``)."""
+    An existing ``out`` is replaced only with ``overwrite=True`` (else ``FileExistsError``);
+    ``source``, the record file ``rec`` was read from, never is (``ValueError``), and a folder
+    is refused (``IsADirectoryError``)."""
+    overwrite = check_flag(overwrite, "overwrite")
     out = Path(out)
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder: give the page a file name, e.g. hand.html")
+    if source is not None and _same_file(out, Path(source)):
+        raise ValueError(
+            f"{out} is the record this page shows: the viewer never replaces it; give the page "
+            "another name, e.g. " + str(out.with_suffix(".html"))
+        )
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists: pass overwrite=True to replace it")
     return write_text_atomic(out, page(rec, title or out.stem))
@@ -282,10 +328,20 @@ class Record:
     stored result differs from the replay if it does (``_repr_html_``); ``table(k)`` is the
     table before decision ``k`` (a :class:`Table`), ``save(path)`` writes the viewer page.
 
-    ``Record(rec)`` takes a record object or a path to a record file."""
+    ``Record(rec)`` takes a record object or a path to a record file (which :meth:`save`
+    never replaces)."""
 
-    def __init__(self, rec: Mapping[str, Any] | str | Path):
-        self.rec = load(rec) if isinstance(rec, (str, Path)) else dict(rec)
+    def __init__(self, rec: Mapping[str, Any] | str | os.PathLike):
+        self.source = Path(rec) if isinstance(rec, (str, os.PathLike)) else None
+        if self.source is not None:
+            self.rec = load(self.source)
+        elif isinstance(rec, Mapping):
+            self.rec = dict(rec)
+        else:
+            raise TypeError(
+                "Record takes a record object (a dict, RULES.md 10) or the path of a record "
+                f"file (a str or pathlib.Path), got {type(rec).__name__}"
+            )
         self.result = replay(self.rec)
         self.num_decisions = len(self.rec["actions"])
 
@@ -296,7 +352,7 @@ class Record:
         k = last if k is None else k
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= last:
             raise ValueError(f"decision index must be 0-{last} (or None for the end), got {k!r}")
-        options.setdefault("reveal", True)
+        options["reveal"] = check_flag(options.get("reveal", True), "reveal")
         rules, st, _ = next(itertools.islice(iter_states(self.rec), k, None))
         return Table(rules, st, 0, **options)
 
@@ -329,8 +385,9 @@ class Record:
         return page(self.rec, title)
 
     def save(self, path: str | Path, title: str | None = None, *, overwrite: bool = False) -> Path:
-        """Write the viewer page to ``path`` (see :func:`write_page`)."""
-        return write_page(self.rec, path, title, overwrite=overwrite)
+        """Write the viewer page to ``path`` (see :func:`write_page`), never over the record
+        file it was read from."""
+        return write_page(self.rec, path, title, overwrite=overwrite, source=self.source)
 
 
 _TEMPLATE = """<!DOCTYPE html>
