@@ -15,7 +15,8 @@ scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
   ``probs``, ``values`` and ``agents`` that the replay viewer shows (:mod:`zhuoji_env.view`).
 
 An agent **has a policy** when it offers ``policy(obs, mask) -> (probs [k, 86], value [k])``
-(the PPO agents do, whatever observation version their network reads); its value estimate
+(the PPO agents do, whatever observation version their network reads), the probabilities of
+each row's legal actions summing to 1 (the viewer shows them); its value estimate
 is in the units it was trained on (the PPO scripts' ``reward_scale`` x score).
 Observations and masks of every decision are kept (``obs``, ``masks``) for the ablation of
 observation blocks (:func:`block_ablation`) and for asking another agent what it would have done
@@ -42,7 +43,7 @@ from agents.arena import (
     named_agents,
     seatings,
 )
-from agents.base import Agent, decide
+from agents.base import Agent, agent_label, decide
 from agents.registry import make_agent
 from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
@@ -65,11 +66,22 @@ def action_kind(a: int) -> str:
 
 
 def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
-    """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``."""
+    """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``;
+    ``ValueError`` naming the agent where a row's legal actions' probabilities do not sum to 1
+    (within 0.01, as the viewer reads them)."""
     if not hasattr(agent, "policy"):
         return None
     probs, value = agent.policy(obs, mask)
-    return np.asarray(probs, dtype=np.float64), np.asarray(value, dtype=np.float64)
+    probs = np.asarray(probs, dtype=np.float64)
+    total = np.where(mask, probs, 0.0).sum(-1)
+    bad = np.flatnonzero(~(np.abs(total - 1) <= 0.01))
+    if bad.size:
+        raise ValueError(
+            f"agent {agent_label(agent)}'s policy(): the probabilities of row {int(bad[0])}'s "
+            f"legal actions sum to {total[bad[0]]:.4g}, not 1 (a policy gives each decision a "
+            "distribution over its legal actions)"
+        )
+    return probs, np.asarray(value, dtype=np.float64)
 
 
 @dataclass
@@ -473,7 +485,7 @@ def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> p
             "play_traced, or rows of it"
         )
     if (
-        isinstance(scale, (bool, np.bool_))
+        isinstance(scale, bool)
         or not isinstance(scale, numbers.Real)
         or not (math.isfinite(scale) and scale > 0)
     ):

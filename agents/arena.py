@@ -478,11 +478,7 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     Uses ``scipy.stats.t`` when installed, else the normal quantile (close for many samples).
     Fewer than two samples give a NaN interval.
     """
-    if (
-        not isinstance(level, numbers.Real)
-        or isinstance(level, (bool, np.bool_))
-        or not 0 < level < 1
-    ):
+    if not isinstance(level, numbers.Real) or isinstance(level, bool) or not 0 < level < 1:
         raise ValueError(
             f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
         )
@@ -786,7 +782,7 @@ def run_arena(
     )
     if device is not None:
         moved = [on_device(a, device) if isinstance(a, str) else a for a in agents]
-        applied = any(m is not a and m != a for m, a in zip(moved, agents, strict=True))
+        applied = any(m != a for m, a in zip(moved, agents, strict=True))
         device = device if applied else None  # recorded only where it changed a spec
         agents = moved
     order = label_order(labels, specs)  # played in label order, reported in the given one

@@ -55,6 +55,7 @@ import numpy as np
 from agents.arena import (
     FIELD_INDEX,
     check_agents,
+    check_device,
     check_labels,
     import_plugins,
     integer_at_least,
@@ -64,7 +65,7 @@ from agents.arena import (
     unwritable,
 )
 from agents.base import DEVICES
-from agents.registry import SHIPPED_POLICIES, split_specs
+from agents.registry import SHIPPED_POLICIES, on_device, split_specs
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
@@ -688,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"{flag} {str(path)!r} exists: another name, or --force")
     import_plugins(parser, args.plugin)
     try:
+        check_device(args.device)
         given_specs = split_specs(args.agents, "--agents") if args.agents is not None else []
         versus = split_specs(args.versus, "--versus") if args.versus is not None else None
     except ValueError as exc:
@@ -728,7 +730,8 @@ def main(argv: list[str] | None = None) -> int:
         table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
         print(table)
         extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
-        extra |= {"device": args.device} if args.device else {}
+        moved = args.device and any(on_device(s, args.device) != s for s in specs)
+        extra |= {"device": args.device} if moved else {}  # only where it changed a spec
         if args.json:
             body = compact_lists(
                 json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)

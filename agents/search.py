@@ -560,7 +560,7 @@ def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> Sear
     if isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
         seed = as_generator(seed).integers(2**63, size=4)  # the two seeds drawn from it
     elif seed is not None and np.ndim(seed) == 0:
-        seed = int(seed)  # a numpy integer or 0-d array, which SeedSequence cannot take
+        seed = int(seed)  # a 0-d array, which SeedSequence cannot take (and a numpy integer)
     ss = np.random.SeedSequence(seed)  # None: fresh entropy
     base_seed, own_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))
     base = make_agent(base_spec, seed=base_seed, rules=rules)

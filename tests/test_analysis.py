@@ -32,7 +32,7 @@ from agents.arena import json_text, run_arena  # noqa: E402
 from agents.base import Agent  # noqa: E402
 from zhuoji_env.engine import actions as A  # noqa: E402
 from zhuoji_env.engine.records import load, replay  # noqa: E402
-from zhuoji_env.observation import SLICES, block  # noqa: E402
+from zhuoji_env.observation import OBS_SIZE, SLICES, block  # noqa: E402
 
 RECORDS = Path(__file__).parent / "data" / "records"
 
@@ -337,3 +337,18 @@ def test_plot_scores_draws_no_interval_where_a_summary_has_none():
         bars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"][0]
         segments = bars.lines[2][0].get_segments()
         assert len(ax.patches) == 2 and sum(len(s) > 0 for s in segments) == drawn
+
+
+def test_a_policy_whose_legal_probabilities_do_not_sum_to_one_is_named():
+    """Its trace would hold probs the viewer refuses: refused where it is read, naming it."""
+    from agents.analysis import policy_outputs
+
+    class Spread(Agent):
+        def policy(self, obs, mask):
+            return np.full(mask.shape, 1 / mask.shape[1]), np.zeros(len(mask))
+
+    obs = np.zeros((2, OBS_SIZE), np.float32)
+    mask = np.zeros((2, 86), bool)
+    mask[:, [3, 5]] = True
+    with pytest.raises(ValueError, match=r"policy\(\): the probabilities of row 0's legal"):
+        policy_outputs(Spread(), obs, mask)

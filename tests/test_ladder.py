@@ -420,3 +420,14 @@ def test_play_pairs_checks_labels_and_versus_before_playing(
     rules = ladder.Rules.make("guiyang")
     with pytest.raises(error, match=re.escape(message)):
         ladder.play_pairs(["random", "greedy"], labels, rules, 2, 0, "permute", versus=versus)
+
+
+def test_device_cuda_is_refused_where_torch_sees_none(capsys):
+    """As in the arena: a ladder must not record a device it could not use."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(SystemExit) as info:
+        ladder.main(["--agents", "random,greedy", "--deals", "2", "--device", "cuda"])
+    assert info.value.code == 2
+    assert "device 'cuda': torch sees no CUDA device" in capsys.readouterr().err

@@ -35,7 +35,7 @@ from training import rllib_ppo  # noqa: E402
 from training.rllib_two_nodes import simulate  # noqa: E402
 from zhuoji_env.engine.actions import NUM_ACTIONS  # noqa: E402
 from zhuoji_env.limits import SizeError  # noqa: E402
-from zhuoji_env.observation import OBS_SIZE  # noqa: E402
+from zhuoji_env.observation import OBS_SIZE, SLICES  # noqa: E402
 
 SMALL = [
     "--envs-per-runner=4",
@@ -102,6 +102,7 @@ def test_module_masks_illegal_actions():
     module = _module()
     rng = np.random.default_rng(0)
     obs = rng.random((3, OBS_SIZE), dtype=np.float32)
+    obs[:, SLICES["hand"]] = rng.integers(0, 5, (3, 27))  # counts, as agents check
     mask = np.zeros((3, NUM_ACTIONS), dtype=bool)
     mask[0, [3, 84]] = True
     mask[1, 81:85] = True
@@ -144,6 +145,14 @@ def test_module_masks_illegal_actions():
 def test_bad_flags_are_named(flag, message):
     args = rllib_ppo.parse_args(rllib_ppo.Args, [*SMALL, *flag.split()])
     with pytest.raises(ValueError, match=message):
+        rllib_ppo.check_args(args)
+
+
+def test_args_of_another_type_are_refused_before_a_run_is_replaced():
+    """From Python, force="no" is a string, not False: it would have replaced a run."""
+    args = rllib_ppo.parse_args(rllib_ppo.Args, SMALL)
+    args.force = "no"
+    with pytest.raises(ValueError, match="--force 'no': must be True or False, not str"):
         rllib_ppo.check_args(args)
 
 

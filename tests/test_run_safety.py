@@ -392,6 +392,7 @@ def test_ship_policy_checks_every_stage_before_writing_anything(tmp_path, capsys
         ({"decisions": True}, "'decisions' is True"),
         ({"commit": 7}, "'commit' is 7, it must be a string or null"),
         ({"seconds": float("nan")}, "'seconds' is nan"),
+        ({"command": "python -m training.ppo_selfplay --reward-scale=0"}, "--reward-scale is 0.0"),
     ):
         ckpt = tiny_checkpoint(tmp_path / "c.pt", **bad)
         with pytest.raises(SystemExit) as exit_:
@@ -404,6 +405,22 @@ def test_ship_policy_checks_every_stage_before_writing_anything(tmp_path, capsys
     with pytest.raises(SystemExit):
         ship_policy.main(["--checkpoint", str(ckpt), *SHIP, "--out-dir", str(ship), "--force"])
     assert snapshot(ship) == before
+
+
+def test_ship_policy_refuses_stages_whose_scale_is_not_the_trained_one(tmp_path, capsys):
+    """A shipped file keeps its stages, not its arguments: a last command whose --reward-scale
+    differs from the one trained with would have the search read its values at the wrong
+    scale."""
+    ckpt = tiny_checkpoint(tmp_path / "c.pt")
+    saved = torch.load(ckpt, weights_only=True)
+    saved["args"] = {"reward_scale": 0.5}
+    torch.save(saved, ckpt)
+    ship = tmp_path / "ship"
+    with pytest.raises(SystemExit) as exit_:
+        ship_policy.main(["--checkpoint", str(ckpt), *SHIP, "--out-dir", str(ship)])
+    assert exit_.value.code == 2
+    assert "--reward-scale gives 0.1, but" in capsys.readouterr().err
+    assert not ship.exists()
 
 
 def test_ship_policy_replaces_a_shipped_pair_only_with_force(tmp_path, capsys):

@@ -52,6 +52,7 @@ from training.cli import (
     FlagError,
     agent_specs,
     check_arena_deals,
+    check_fields,
     check_out_dir,
     drop_rows_after,
     file_names,
@@ -175,7 +176,10 @@ def check_args(args: Args) -> None:
     """Raise ``ValueError`` naming the first flag whose value is not allowed (``--eval-deals``
     too many for this machine's memory included: :func:`training.cli.check_arena_deals`). A
     checkpoint folder of ``--out-dir`` or ``--resume`` left parked by a kill in the middle of
-    its replacement is put back first (:func:`zhuoji_env.fileio.recover_dir`)."""
+    its replacement is put back first (:func:`zhuoji_env.fileio.recover_dir`). Every field
+    must be of its annotated type first (:func:`training.cli.check_fields`: ``force="no"``
+    would otherwise count as true and replace a run)."""
+    check_fields(args, {})
     for name, low in _AT_LEAST.items():
         value = getattr(args, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < low:

@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 
 from agents.arena import against_each
-from agents.ppo import POLICY_DIR, load_checkpoint, save_checkpoint
+from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
 from training.cli import check_out_dir, json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
@@ -193,12 +193,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         net, ckpt = load_checkpoint(a.checkpoint)
         stages = read_stages(ckpt, a.stages)
+        shipped_scale = reward_scale_of({"stages": stages}, f"{a.name}'s stages")
+        trained_scale = reward_scale_of(ckpt, a.checkpoint)
         rules = Rules.make(ckpt.get("rules"))
         check_out_dir(a.out_dir)
     except (OSError, ValueError, TypeError) as exc:  # JSONDecodeError, FlagError: ValueErrors
         parser.error(str(exc))
     if "rules" not in ckpt:
         parser.error(f"{a.checkpoint} records no rules, so it cannot be shipped as {a.name}")
+    if shipped_scale != trained_scale:
+        parser.error(
+            f"the shipped {a.name} keeps its stages, not its arguments, and their last command's "
+            f"--reward-scale gives {shipped_scale}, but {a.checkpoint} was trained at "
+            f"{trained_scale}: its values would be read at the wrong scale (fix --stages)"
+        )
     if rules.preset != SHIPPED_POLICIES[a.name] or rules.overrides:
         parser.error(
             f"{a.checkpoint} was trained under {rules.to_record()}; {a.name} is the plain "
