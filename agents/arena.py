@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import DEVICES, Agent, add_note, agent_label, decide
+from agents.base import DEVICES, Agent, add_note, agent_label, decide, missing_methods
 from agents.registry import make_agent, on_device, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer
@@ -199,7 +199,7 @@ def check_agent(agent, name: str) -> None:
     object with ``act`` and ``reseed`` (the arena reseeds every agent per chunk)."""
     if isinstance(agent, str):
         return
-    missing = [m for m in ("act", "reseed") if not callable(getattr(agent, m, None))]
+    missing = missing_methods(agent)
     if missing:
         raise TypeError(
             f"{name} is {agent_label(agent)} ({type(agent).__name__}), which has no "

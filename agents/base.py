@@ -103,6 +103,16 @@ def add_note(exc: BaseException, text: str) -> None:
         exc.args = (f"{exc.args[0]} ({text})", *exc.args[1:])
 
 
+AGENT_METHODS = ("act", "reseed")
+"""What every agent offers: ``act(obs, mask)`` and ``reseed(seed)`` (the arena reseeds it per
+chunk of deals)."""
+
+
+def missing_methods(agent) -> list[str]:
+    """The :data:`AGENT_METHODS` that ``agent`` lacks (not callable): ``[]`` for an agent."""
+    return [m for m in AGENT_METHODS if not callable(getattr(agent, m, None))]
+
+
 def agent_label(agent) -> str:
     """How errors name ``agent``: the spec :func:`agents.make_agent` made it from, else its
     repr."""

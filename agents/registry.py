@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.base import DEVICES, Agent
+from agents.base import DEVICES, Agent, missing_methods
 
 AgentFactory = Callable[..., Agent]
 
@@ -101,7 +101,7 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
             "(a registered prefix, optionally followed by ':argument', e.g. 'ppo:ckpt.pt')"
         )
     agent = factory(arg if sep else None, seed=seed, rules=rules)
-    missing = [m for m in ("act", "reseed") if not callable(getattr(agent, m, None))]
+    missing = missing_methods(agent)
     if missing:
         raise ValueError(
             f"agent spec {spec!r}: its factory returned a {type(agent).__name__} without "

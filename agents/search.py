@@ -39,7 +39,7 @@ import numbers
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, missing_methods
 from agents.simple import RandomAgent
 from zhuoji_env import belief
 from zhuoji_env.engine import core
@@ -282,7 +282,7 @@ class SearchAgent(Agent):
         seed=None,
     ):
         super().__init__(seed)
-        missing = [m for m in ("act", "reseed") if not callable(getattr(base, m, None))]
+        missing = missing_methods(base)
         if missing:
             raise TypeError(
                 f"search needs a base agent (with act and reseed), got {base!r}; make one from "
