@@ -654,10 +654,13 @@ class _MainNoting(pickle.Pickler):
 
 def _main_in_workers() -> bool:
     """Whether a spawned worker imports this process's ``__main__`` (``multiprocessing``
-    does from its module name or file; a notebook or ``python -c`` has neither)."""
+    does from its module name or file; a notebook, ``python -c`` or a script read from stdin,
+    whose ``__file__`` is ``'<stdin>'``, has neither)."""
     main = sys.modules.get("__main__")
-    name = getattr(getattr(main, "__spec__", None), "name", None)
-    return name is not None or getattr(main, "__file__", None) is not None
+    if getattr(getattr(main, "__spec__", None), "name", None) is not None:
+        return True
+    path = getattr(main, "__file__", None)
+    return path is not None and os.path.isfile(path)
 
 
 def pickled_for_workers(agents: Sequence[Agent]) -> bytes:
@@ -678,8 +681,8 @@ def pickled_for_workers(agents: Sequence[Agent]) -> bytes:
         raise ValueError(
             f"workers > 1 sends the agents to fresh worker processes, which import each "
             f"agent's class by its module, but {names} is defined in the __main__ of this "
-            "interactive session (a notebook, python -c), which they cannot import: define it "
-            "in an importable module, or use workers=1"
+            "interactive session (a notebook, python -c, a script on stdin), which they "
+            "cannot import: define it in an importable module, or use workers=1"
         )
     return buf.getvalue()
 

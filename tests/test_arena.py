@@ -621,14 +621,19 @@ def test_run_arena_refuses_what_is_not_an_agent_or_a_label(agents, labels, error
         run_arena(agents, 1, labels=labels, progress=False)
 
 
-def run_python(code: str, tmp_path, timeout: float = 90) -> subprocess.CompletedProcess:
-    """Run ``code`` with ``python -c`` (whose ``__main__`` has no file) in ``tmp_path``, with
-    the repository and ``tmp_path`` importable; a run that hangs fails the test."""
+def run_python(
+    code: str, tmp_path, timeout: float = 90, stdin: bool = False
+) -> subprocess.CompletedProcess:
+    """Run ``code`` with ``python -c`` (or, with ``stdin``, ``python -`` reading it: either way
+    a ``__main__`` without a file) in ``tmp_path``, with the repository and ``tmp_path``
+    importable; a run that hangs fails the test."""
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)])}
+    code = textwrap.dedent(code)
     try:
         return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
+            [sys.executable, "-"] if stdin else [sys.executable, "-c", code],
+            input=code if stdin else None,
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -639,9 +644,11 @@ def run_python(code: str, tmp_path, timeout: float = 90) -> subprocess.Completed
         pytest.fail(f"the run hung for {timeout} s")
 
 
-def test_workers_refuse_an_agent_class_of_an_interactive_main_before_spawning(tmp_path):
-    """A class defined in ``python -c`` (or a notebook) cannot be imported by a worker: each
-    one died and was replaced for ever. It is refused before any worker starts."""
+@pytest.mark.parametrize("stdin", [False, True], ids=["python -c", "python - < script"])
+def test_workers_refuse_an_agent_class_of_an_interactive_main_before_spawning(tmp_path, stdin):
+    """A class defined in ``python -c``, a script on stdin (or a notebook) cannot be imported by
+    a worker: each one died and was replaced for ever. It is refused before any worker
+    starts."""
     done = run_python(
         """
         from agents.arena import run_arena
@@ -653,12 +660,14 @@ def test_workers_refuse_an_agent_class_of_an_interactive_main_before_spawning(tm
         run_arena([Mine(seed=0), "random"], 4, progress=False, workers=2, chunk_games=6)
         """,
         tmp_path,
+        stdin=stdin,
     )
     assert done.returncode == 1
     assert (
         "ValueError: workers > 1 sends the agents to fresh worker processes, which import each "
         "agent's class by its module, but Mine is defined in the __main__ of this interactive "
-        "session (a notebook, python -c), which they cannot import: define it in an importable "
+        "session (a notebook, python -c, a script on stdin), which they cannot import: define it "
+        "in an importable "
         "module, or use workers=1" in done.stderr
     )
     assert "Can't get attribute" not in done.stderr  # no worker was started
