@@ -26,7 +26,6 @@ observation blocks (:func:`block_ablation`) and for asking another agent what it
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +47,7 @@ from agents.registry import make_agent
 from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import is_integer
+from zhuoji_env.engine.game import is_integer, is_real
 from zhuoji_env.engine.records import deltas, record_of
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER
 from zhuoji_env.observation import LAYOUT, OBS_SIZE, SLICES, block, encode
@@ -484,11 +483,7 @@ def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> p
             f"decisions has no column {', '.join(map(repr, missing))}: pass Play.decisions of "
             "play_traced, or rows of it"
         )
-    if (
-        isinstance(scale, bool)
-        or not isinstance(scale, numbers.Real)
-        or not (math.isfinite(scale) and scale > 0)
-    ):
+    if not is_real(scale) or not (math.isfinite(scale) and scale > 0):
         raise ValueError(
             f"scale must be a finite number > 0 (e.g. the training reward_scale), got {scale!r}"
         )

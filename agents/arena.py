@@ -58,7 +58,6 @@ import itertools
 import json
 import math
 import multiprocessing as mp
-import numbers
 import os
 import pickle
 import sys
@@ -76,7 +75,7 @@ import numpy as np
 from agents.base import DEVICES, Agent, add_note, agent_label, decide, missing_methods
 from agents.registry import make_agent, on_device, split_specs
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import batch_memory, first_deals, is_integer
+from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas
 from zhuoji_env.engine.records import record_of
 from zhuoji_env.engine.state import (
@@ -478,7 +477,7 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     Uses ``scipy.stats.t`` when installed, else the normal quantile (close for many samples).
     Fewer than two samples give a NaN interval.
     """
-    if not isinstance(level, numbers.Real) or isinstance(level, bool) or not 0 < level < 1:
+    if not is_real(level) or not 0 < level < 1:
         raise ValueError(
             f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
         )

@@ -27,7 +27,6 @@ import hashlib
 import io
 import json
 import math
-import numbers
 import re
 import shlex
 import warnings
@@ -40,7 +39,7 @@ from torch import nn
 from agents.base import DEVICES, Agent
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.engine.game import check_flag
+from zhuoji_env.engine.game import check_flag, is_real
 from zhuoji_env.fileio import write_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
@@ -328,8 +327,7 @@ settlement of the hand times this, unless its training said otherwise (:func:`re
 def check_reward_scale(value, where: str) -> float:
     """``value`` as a float, if it is a finite number above 0 (the search divides values by it);
     else ``ValueError`` naming ``where`` (the file and field it came from)."""
-    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or not value > 0:
+    if not is_real(value) or not math.isfinite(value) or not value > 0:
         raise ValueError(f"{where} is {value!r}: the reward scale must be a finite number > 0")
     return float(value)
 

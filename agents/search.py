@@ -35,15 +35,13 @@ environment's :meth:`~zhuoji_env.envs.aec.raw_env.public_view` give it; ``act`` 
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from agents.base import Agent, missing_methods
 from agents.simple import RandomAgent
 from zhuoji_env import belief
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import as_generator
+from zhuoji_env.engine.game import as_generator, is_real
 from zhuoji_env.engine.state import OVER, State
 from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import SLICES, encode
@@ -305,9 +303,9 @@ class SearchAgent(Agent):
                 raise ValueError(f"search option {name} must be an integer, got {value!r}")
             if not low <= value <= high:
                 raise ValueError(f"search option {name}={value} is out of range {low}-{high}")
-        if unsure is not None and not (_is_real(unsure) and 0 < unsure <= 1):
+        if unsure is not None and not (is_real(unsure) and 0 < unsure <= 1):
             raise ValueError(f"search option unsure={unsure!r} must be a number in (0, 1] or None")
-        if not (_is_real(z) and 0 <= z <= 10):
+        if not (is_real(z) and 0 <= z <= 10):
             raise ValueError(f"search option z={z!r} must be a number in [0, 10]")
         if mean > 1 and not leaf:
             raise ValueError(
@@ -505,11 +503,6 @@ class SearchAgent(Agent):
         )
 
 
-def _is_real(x) -> bool:
-    """A real number (numpy's too), not a bool: ``True`` is no probability or z."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
-
 def parse_spec(arg: str) -> tuple[str, dict]:
     """``BASE[:OPTION=VALUE]...`` -> ``(BASE, options)``, the options peeled off
     the end; a trailing option name without ``=VALUE`` is refused."""
@@ -556,9 +549,9 @@ def agent_factory(arg: str | None, seed=None, rules=None, *, make_agent) -> Sear
             "e.g. search:ppo-guiyang or search:rule:k=64"
         )
     base_spec, opts = parse_spec(arg)
-    as_generator(seed, "agent seed")  # the agents' seed rules, by name (numpy's names nothing)
+    rng = as_generator(seed, "agent seed")  # the agents' seed rules, by name (numpy's: none)
     if isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
-        seed = as_generator(seed).integers(2**63, size=4)  # the two seeds drawn from it
+        seed = rng.integers(2**63, size=4)  # the two seeds drawn from it
     elif seed is not None and np.ndim(seed) == 0:
         seed = int(seed)  # a 0-d array, which SeedSequence cannot take (and a numpy integer)
     ss = np.random.SeedSequence(seed)  # None: fresh entropy

@@ -106,8 +106,8 @@ def measure(points, opponent: str, deals: int, seed: int, workers: int) -> list[
     """Each point of :func:`checkpoints` against ``opponent``, one agent spec, by sampling and by
     argmax: a row per point of its margins per hand and their 95% intervals."""
     try:
-        specs = split_specs(opponent, "opponent")
-    except (ValueError, AttributeError):  # none given, an empty item, not a string
+        specs = split_specs(opponent, "opponent") if isinstance(opponent, str) else []
+    except ValueError:  # none given, or an empty item
         specs = []
     if len(specs) != 1:
         raise ValueError(

@@ -9,7 +9,6 @@ settlement is credited to each seat's own last decision of the hand (the environ
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +17,7 @@ from torch import nn
 
 from agents.base import Agent
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.game import is_real
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, block
 
@@ -52,7 +52,7 @@ def check_rollout(seats, arrays: dict[str, np.ndarray], **discounts: float) -> n
                 f"{name} must have the shape of seats {seats.shape}, got {np.shape(a)}"
             )
     for name, x in discounts.items():
-        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 <= x <= 1:
+        if not is_real(x) or not 0 <= x <= 1:
             raise ValueError(f"{name} must be a number in [0, 1], got {x!r}")
     return seats.astype(np.int64, copy=False)
 

@@ -37,14 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import as_generator, batch_memory, check_games, is_integer
+from zhuoji_env.engine.game import as_generator, batch_memory, check_games, is_integer, is_real
 from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB, State
 from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
@@ -263,9 +262,7 @@ IMPROVE_MAX = 8
 
 def valid_improve(improve) -> bool:
     """Whether ``improve`` is a real number (not a bool) in ``[0, IMPROVE_MAX]``."""
-    return (
-        not isinstance(improve, bool) and isinstance(improve, Real) and 0 <= improve <= IMPROVE_MAX
-    )
+    return is_real(improve) and 0 <= improve <= IMPROVE_MAX
 
 
 def improve_hands(st: State, other: np.ndarray, improve: float, rng: np.random.Generator) -> None:

@@ -150,8 +150,9 @@ class Rules:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_preset(cls, preset: str = "guiyang", **overrides: Any) -> Rules:
-        """The preset with the given switches overridden."""
+    def from_preset(cls, preset: str = "guiyang", /, **overrides: Any) -> Rules:
+        """The preset with the given switches overridden (``preset`` positional, so that an
+        override named ``'preset'`` reaches :func:`check_switch_names`)."""
         if preset not in PRESET_NAMES:
             raise ValueError(f"unknown preset {preset!r}: allowed {list(PRESET_NAMES)}")
         check_switch_names(overrides)
@@ -163,7 +164,6 @@ class Rules:
 
         Keyword overrides are applied on top.
         """
-        check_switch_names(overrides)
         if spec is None:
             spec = "guiyang"
         if isinstance(spec, Rules):
@@ -181,7 +181,7 @@ class Rules:
                 base = {}
             if not isinstance(base, Mapping):
                 raise ValueError(f"rules 'overrides' must be an object, got {base!r}")
-            check_switch_names(base)
+            check_switch_names(base)  # before ** unpacks it: a key 1 is no keyword
             return cls.from_preset(spec.get("preset", "guiyang"), **{**base, **overrides})
         raise ValueError(
             f"rules must be a preset name, a {{'preset', 'overrides'}} object or Rules, "
@@ -190,7 +190,6 @@ class Rules:
 
     def replace(self, **overrides: Any) -> Rules:
         """A copy with more switches overridden."""
-        check_switch_names(overrides)
         return Rules.from_preset(self.preset, **{**self.overrides, **overrides})
 
     def to_record(self) -> dict:

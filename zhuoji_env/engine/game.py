@@ -66,6 +66,11 @@ def is_integer(x) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
 
 
+def is_real(x) -> bool:
+    """A Python or numpy real number (not a bool: ``True`` is no probability or scale)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def check_seed(seed) -> int | None:
     """A seed: ``None`` or a non-negative integer (numpy integers too), as an int;
     ``TypeError`` for another type, ``ValueError`` for a negative one."""
@@ -155,8 +160,8 @@ class BatchGame:
         check_memory(f"batch_size={batch_size}", batch_memory(batch_size, self.rules.num_players))
         self.batch_size = batch_size
         self.num_players = self.rules.num_players
-        self.auto_reset = bool(auto_reset)
-        self.keep_records = bool(keep_records)
+        self.auto_reset = auto_reset
+        self.keep_records = keep_records
         self.reset(seed)
 
     # ------------------------------------------------------------------ dealing

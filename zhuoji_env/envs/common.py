@@ -28,9 +28,9 @@ environment's generator at every reset. :class:`RandomPolicy` is the uniformly r
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +40,7 @@ from gymnasium import spaces
 
 from zhuoji_env.belief import public_view
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.game import BatchGame, as_generator, check_seed, is_integer
+from zhuoji_env.engine.game import BatchGame, as_generator, check_seed, is_integer, is_real
 from zhuoji_env.engine.state import State
 from zhuoji_env.observation import OBS_SIZE, SLICES, STATE_SIZE, STATE_SLICES
 from zhuoji_env.rules import SWITCHES, Rules
@@ -51,6 +51,7 @@ __all__ = [
     "HAND_ITEMS",
     "ILLEGAL_ACTION_MODES",
     "KONG_ITEMS",
+    "OpponentFailure",
     "RandomPolicy",
     "as_action",
     "as_actions",
@@ -323,7 +324,7 @@ def check_reward(value, name: str, positive: bool = False) -> float:
     non-number is a ``TypeError``, NaN, an infinity or (``positive``) a number <= 0 a
     ``ValueError``, naming the parameter."""
     allowed = "a finite number > 0" if positive else "a finite number"
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+    if not is_real(value):
         raise TypeError(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
     out = float(value)
     if not np.isfinite(out) or (positive and out <= 0):
@@ -420,6 +421,36 @@ def as_mask(mask) -> np.ndarray:
         bad = np.unique(mask[other])[:5].tolist()
         raise ValueError(f"mask must be bools or the numbers 0 and 1, got the values {bad}")
     return mask.astype(bool)
+
+
+class OpponentFailure:
+    """Whether an opponent failed inside an environment's step or reset: its error propagates
+    unchanged, but the games are left half-stepped (an opponent's seat to act), so every later
+    step is refused until reset (the learner's action would be played for that seat)."""
+
+    def __init__(self) -> None:
+        self.where: str | None = None
+
+    @contextlib.contextmanager
+    def watch(self, where: str):
+        """Opponents play inside: an error there is noted (``where``: ``"step()"``, ...)."""
+        try:
+            yield
+        except BaseException as err:
+            self.where = f"{type(err).__name__} in the middle of {where}"
+            raise
+
+    def check(self) -> None:
+        """``RuntimeError`` if an opponent failed since :meth:`clear`."""
+        if self.where is not None:
+            raise RuntimeError(
+                f"an opponent failed ({self.where}), leaving games half-stepped with an "
+                f"opponent's seat to act: call reset() before step()"
+            )
+
+    def clear(self) -> None:
+        """A reset starts afresh."""
+        self.where = None
 
 
 class RandomPolicy:

@@ -80,6 +80,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame, StepOutput
 from zhuoji_env.envs.common import (
+    OpponentFailure,
     RandomPolicy,
     as_actions,
     check_illegal_mode,
@@ -143,7 +144,7 @@ class SB3VecEnv(VecEnv):
         self._ep_start = np.full(num_envs, time.time())
         self._actions: np.ndarray | None = None
         self._started = False
-        self._failed: str | None = None
+        self._failure = OpponentFailure()
         self.skipped_matches = 0
         super().__init__(num_envs, observation_box(self.rules), spaces.Discrete(A.NUM_ACTIONS))
         self.metadata["render_fps"] = 1
@@ -233,22 +234,9 @@ class SB3VecEnv(VecEnv):
         done[idx] = True
         new_ep[idx] = True
 
-    def _opponents_play(self, where: str, *args) -> None:
-        """:meth:`_play_opponents`; if an opponent fails in it (its error propagates unchanged),
-        games are left with an opponent to act, so every later step is refused until reset."""
-        try:
-            self._play_opponents(*args)
-        except BaseException as err:
-            self._failed = f"{type(err).__name__} in the middle of {where}"
-            raise
-
     def _check_steppable(self) -> None:
         """A step needs a reset, and a new one after an opponent failed mid-step."""
-        if self._failed is not None:
-            raise RuntimeError(
-                f"an opponent failed ({self._failed}), leaving games half-stepped with an "
-                f"opponent's seat to act: call reset() before step()"
-            )
+        self._failure.check()
         if not self._started:
             raise RuntimeError("call reset() before step(): no game waits on the learner yet")
 
@@ -301,7 +289,7 @@ class SB3VecEnv(VecEnv):
             seed = int(self._rng.integers(2**63))
         self._reset_seeds()
         self._started = False
-        self._failed = None
+        self._failure.clear()
         if callable(getattr(self.opponent, "reseed", None)):
             self.opponent.reseed(int(self._rng.integers(2**63)))
         self.game.reset(int(seed))
@@ -313,7 +301,8 @@ class SB3VecEnv(VecEnv):
         self._actions = None
         b = self.num_envs
         new_ep = np.ones(b, dtype=bool)
-        self._opponents_play("reset()", np.zeros(b), new_ep, np.zeros(b, bool), {})
+        with self._failure.watch("reset()"):
+            self._play_opponents(np.zeros(b), new_ep, np.zeros(b, bool), {})
         self.reset_infos = [{} for _ in range(b)]
         self._started = True
         return self._encode(self._rows, self._seat)
@@ -354,7 +343,8 @@ class SB3VecEnv(VecEnv):
             self._draw_seats(bad)
         out = g.step(np.where(legal, acts, -1), legal)
         self._credit(out, rew, new_ep, done, terminal)
-        self._opponents_play("step()", rew, new_ep, done, terminal)
+        with self._failure.watch("step()"):
+            self._play_opponents(rew, new_ep, done, terminal)
         self._ep_ret += rew
         self._ep_len += 1
         now = time.time()

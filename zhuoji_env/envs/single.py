@@ -99,6 +99,7 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.core import IllegalActionError
 from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.envs.common import (
+    OpponentFailure,
     RandomPolicy,
     as_action,
     check_opponent,
@@ -164,7 +165,7 @@ class SingleAgentEnv(gymnasium.Env):
         self._hands: list[dict[str, Any]] = []
         self._carry = 0.0
         self._last_result: dict[str, Any] | None = None
-        self._failed: str | None = None
+        self._failure = OpponentFailure()
 
     @staticmethod
     def _opponent_list(opponents, n: int) -> list:
@@ -191,7 +192,7 @@ class SingleAgentEnv(gymnasium.Env):
             dealer = dealer_rows(options.get("dealer", 0), 1, self.rules.num_players, "dealer")
         super().reset(seed=seed)
         self._done = True  # until a learner decision is reached
-        self._failed = None
+        self._failure.clear()
         rng = self.np_random
         seen = set()
         for p in self.opponents:
@@ -209,7 +210,8 @@ class SingleAgentEnv(gymnasium.Env):
             self._hands = []
             self._last_result = None
             self._draw_seat()
-            self._carry, over = self._opponents_play("reset()")
+            with self._failure.watch("reset()"):
+                self._carry, over = self._advance()
             if not over:
                 break
             if "wall" in options:
@@ -277,23 +279,10 @@ class SingleAgentEnv(gymnasium.Env):
             reward += self._apply(a)
         return reward, True
 
-    def _opponents_play(self, where: str) -> tuple[float, bool]:
-        """:meth:`_advance`; if an opponent fails in it (its error propagates unchanged), the
-        game is left with an opponent to act, so every later ``step`` is refused until reset."""
-        try:
-            return self._advance()
-        except BaseException as err:
-            self._failed = f"{type(err).__name__} in the middle of {where}"
-            raise
-
     def step(self, action):
         if self.game is None:
             raise RuntimeError("call reset() before step()")
-        if self._failed is not None:
-            raise RuntimeError(
-                f"an opponent failed ({self._failed}), leaving the game half-stepped with an "
-                f"opponent's seat to act: call reset() before step()"
-            )
+        self._failure.check()
         if self._done:
             raise RuntimeError("the episode is over: call reset()")
         g = self.game
@@ -314,7 +303,8 @@ class SingleAgentEnv(gymnasium.Env):
             return self._obs(), reward, True, False, info
         reward = self._carry + self._apply(a)
         self._carry = 0.0
-        more, over = self._opponents_play("step()")
+        with self._failure.watch("step()"):
+            more, over = self._advance()
         reward += more
         self._done = over
         info: dict[str, Any] = {"seat": self.seat, "action_mask": self.action_masks()}
