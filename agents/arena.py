@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import DEVICES, Agent, add_note, agent_label, decide, missing_methods
-from agents.registry import make_agent, on_device, split_specs
+from agents.registry import check_device_name, make_agent, on_device, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -266,11 +266,7 @@ def check_device(device) -> str | None:
     """``device`` if it is None or one of :data:`DEVICES`, else ``ValueError``; ``cuda`` only
     where torch sees a CUDA device (as a ``:cuda`` spec option), so that no run claims a device
     it could not use."""
-    if device is None:
-        return None
-    if not isinstance(device, str) or device not in DEVICES:
-        raise ValueError(f"device {device!r}: must be None or one of {', '.join(DEVICES)}")
-    if device == "cuda":
+    if check_device_name(device, allow_none=True) == "cuda":
         try:
             from agents.ppo import resolve_device
         except ImportError as exc:

@@ -422,6 +422,15 @@ def fingerprint(spec: str) -> str | None:
     return None
 
 
+def check_versus(versus: Sequence[str], specs: Sequence[str], flag_text: str | None = None) -> None:
+    """``ValueError`` unless every agent of ``versus`` is among the rated ``specs``; the message
+    names the others, or, given ``flag_text``, the ``--versus`` flag and its text."""
+    unknown = [v for v in versus if v not in specs]
+    if unknown:
+        lead = f"versus {unknown}" if flag_text is None else f"--versus {flag_text!r}"
+        raise ValueError(f"{lead}: name agents among the rated ones {specs}")
+
+
 def play_pairs(
     specs: Sequence[str],
     labels: Sequence[str],
@@ -446,9 +455,7 @@ def play_pairs(
             raise TypeError(f"specs[{i}] is {spec!r}: the ladder plays agent specs (strings)")
     labels = check_labels(labels, len(specs))
     if versus is not None:
-        unknown = [v for v in check_agents(versus, "versus") if v not in specs]
-        if unknown:
-            raise ValueError(f"versus {unknown}: name agents among the rated ones {specs}")
+        check_versus(check_agents(versus, "versus"), specs)
     out = []
     for i, j in itertools.combinations(range(len(specs)), 2):
         key = (specs[i], specs[j])
@@ -707,10 +714,8 @@ def main(argv: list[str] | None = None) -> int:
         specs = field + [s for s in given_specs if s not in field]
         if ANCHOR not in specs:
             parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
-        unknown = [v for v in versus or [] if v not in specs]
-        if unknown:
-            parser.error(f"--versus {args.versus!r}: name agents among the rated ones {specs}")
         try:
+            check_versus(versus or [], specs, args.versus)
             rules = Rules.make(preset, **parse_switches(args.set))
             if proto and rules.num_players != proto.num_players:
                 raise ValueError(f"the protocol seats {proto.num_players} players")

@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from agents.base import DEVICES, Agent
+from agents.registry import check_device_name
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import check_flag, is_real
@@ -56,8 +57,7 @@ INPUT_SIZES = {**OBS_SIZES, VERSION_RULE: HINT_START + 2 * NUM_ACTIONS}
 def resolve_device(name: str) -> torch.device:
     """The torch device of a device name: ``cpu``, ``cuda``, or ``auto`` (CUDA when torch sees
     a CUDA device, else the CPU). ``cuda`` without a CUDA device raises ``ValueError``."""
-    if name not in DEVICES:
-        raise ValueError(f"device {name!r}: must be one of {', '.join(DEVICES)}")
+    check_device_name(name)
     cuda = torch.cuda.is_available()
     if name == "cuda" and not cuda:
         cu = torch.version.cuda

@@ -115,6 +115,17 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
     return agent
 
 
+def check_device_name(device, allow_none: bool = False) -> str | None:
+    """``device`` if it is one of :data:`DEVICES` (or None, where ``allow_none``), else
+    ``ValueError``."""
+    if device is None and allow_none:
+        return None
+    if not isinstance(device, str) or device not in DEVICES:
+        either = "None or " if allow_none else ""
+        raise ValueError(f"device {device!r}: must be {either}one of {', '.join(DEVICES)}")
+    return device
+
+
 def on_device(spec: str, device: str) -> str:
     """``spec`` with its policy networks on ``device`` (one of :data:`DEVICES`): the device
     option added to a ``ppo:`` or shipped policy and to a ``search:`` agent's base, unless the
@@ -122,8 +133,7 @@ def on_device(spec: str, device: str) -> str:
     they run). What the arena's and ladder's ``--device`` play, under the spec's own label:
     where a network runs is not part of an agent's identity (results differ only by
     floating-point rounding)."""
-    if device not in DEVICES:
-        raise ValueError(f"device {device!r}: must be one of {', '.join(DEVICES)}")
+    check_device_name(device)
     prefix, sep, arg = spec.strip().partition(":")
     if prefix == "search" and sep:
         from agents.search import parse_spec

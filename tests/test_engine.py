@@ -241,6 +241,9 @@ def test_record_errors(sample):
         replay(dict(sample, rules={"preset": "tokyo"}))
     with pytest.raises(RecordError, match="bad dealer 4: expected a seat 0-3"):
         replay(dict(sample, dealer=4))
+    for dealer in (True, np.int64(0)):  # a record is JSON: no bools, no numpy integers
+        with pytest.raises(RecordError, match=re.escape(f"bad dealer {dealer!r}: expected a")):
+            replay(dict(sample, dealer=dealer))
     with pytest.raises(
         RecordError, match=r"action 0 \(seat 1\): unknown action 'chow': allowed \['discard'"
     ):

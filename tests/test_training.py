@@ -966,6 +966,22 @@ def test_args_of_their_types_pass_as_before(tmp_path):
         sb3_maskable.check_args(sb3_maskable.Args(out_dir=out, force="no"))
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"seed": True}, "--seed True: must be an integer >= 0"),
+        ({"seed": np.int64(1)}, re.escape(f"--seed {np.int64(1)!r}: must be an integer >= 0")),
+        ({"lr": float("inf")}, "--lr inf: must be a finite number > 0"),
+        ({"lr": True}, "--lr True: must be a finite number > 0"),
+    ],
+)
+def test_bools_numpy_integers_and_infinities_are_refused_in_args(tmp_path, change, message):
+    """Bools and numpy integers are no integers in ``Args``, which are written to JSON."""
+    args = ppo_selfplay.Args(out_dir=str(tmp_path / "run"), eval_opponents="", **change)
+    with pytest.raises(FlagError, match=message):
+        ppo_selfplay.check_args(args)
+
+
 def _curve_run(folder: Path, *decisions: int) -> Path:
     from agents.ppo import save_checkpoint
 

@@ -23,6 +23,8 @@ from typing import TypeVar
 from agents import make_agent
 from agents.arena import json_text as json_text  # the trainers' JSON writer
 from agents.registry import split_specs
+from zhuoji_env.engine.game import is_real
+from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.machine import git_output
@@ -123,25 +125,27 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _is_number(v) -> bool:
+    """An int or float (numpy's float64 is one), not a bool: a number JSON writes as it is, as
+    the run's ``Args`` are written (numpy integers are refused, not converted)."""
+    return is_real(v) and isinstance(v, int | float)
 
 
-def _is_real(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def _is_finite(v) -> bool:
+    return _is_number(v) and math.isfinite(v)
 
 
-INT_POSITIVE = (lambda v: _is_int(v) and v >= 1, "an integer >= 1")
-INT_NON_NEGATIVE = (lambda v: _is_int(v) and v >= 0, "an integer >= 0")
-POSITIVE = (lambda v: _is_real(v) and v > 0, "a finite number > 0")
-NON_NEGATIVE = (lambda v: _is_real(v) and v >= 0, "a finite number >= 0")
-UNIT = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+INT_POSITIVE = (lambda v: is_plain_int(v) and v >= 1, "an integer >= 1")
+INT_NON_NEGATIVE = (lambda v: is_plain_int(v) and v >= 0, "an integer >= 0")
+POSITIVE = (lambda v: _is_finite(v) and v > 0, "a finite number > 0")
+NON_NEGATIVE = (lambda v: _is_finite(v) and v >= 0, "a finite number >= 0")
+UNIT = (lambda v: _is_finite(v) and 0 <= v <= 1, "a number in [0, 1]")
 
 
 TYPE_CHECKS = {
     "bool": (lambda v: isinstance(v, bool), "True or False"),
-    "int": (_is_int, "an integer"),
-    "float": (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
+    "int": (is_plain_int, "an integer"),
+    "float": (_is_number, "a number"),
     "str": (lambda v: isinstance(v, str), "a string"),
     "None": (lambda v: v is None, "None"),
 }

@@ -85,12 +85,14 @@ def _field(rec: Mapping, name: str):
     return rec[name]
 
 
-def _is_int(value: Any) -> bool:
+def is_plain_int(value: Any) -> bool:
+    """A Python ``int``, not a bool nor a numpy integer: an integer as JSON holds it (where
+    :func:`zhuoji_env.engine.game.is_integer` takes numpy's too)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _seat(value: Any, n: int) -> bool:
-    return _is_int(value) and 0 <= value < n
+    return is_plain_int(value) and 0 <= value < n
 
 
 def _record_rules(value: Any) -> Mapping[str, Any]:
@@ -158,7 +160,7 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
     if not _seat(dealer, n):
         raise RecordError(f"bad dealer {dealer!r}: expected a seat 0-{n - 1}")
     streak = rec.get("dealer_streak", 0)
-    if not _is_int(streak) or not 0 <= streak <= MAX_STREAK:
+    if not is_plain_int(streak) or not 0 <= streak <= MAX_STREAK:
         raise RecordError(f"bad dealer_streak {streak!r}: expected an integer 0-{MAX_STREAK}")
     raw_actions = _field(rec, "actions")
     if not isinstance(raw_actions, list):
@@ -178,7 +180,7 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
                 f"action {idx} (seat {seat}): bad action {name!r}, expected a name, one of "
                 f"{list(A.ACTION_NAMES)}"
             )
-        if tile is not None and not isinstance(tile, str) and not _is_int(tile):
+        if tile is not None and not isinstance(tile, str) and not is_plain_int(tile):
             raise RecordError(
                 f"action {idx} (seat {seat}): bad tile {tile!r}, expected a code such as '5m'"
             )
@@ -231,7 +233,7 @@ def parse_result(result: Any, n: int) -> dict[str, Any]:
             f"bad result 'next_dealer' {result['next_dealer']!r}: expected a seat 0-{n - 1}"
         )
     nxt = result["next_streak"]
-    if not _is_int(nxt) or not 0 <= nxt <= MAX_STREAK + 1:
+    if not is_plain_int(nxt) or not 0 <= nxt <= MAX_STREAK + 1:
         raise RecordError(
             f"bad result 'next_streak' {nxt!r}: expected an integer 0-{MAX_STREAK + 1}"
         )
@@ -239,7 +241,7 @@ def parse_result(result: Any, n: int) -> dict[str, Any]:
     if (
         not isinstance(d, list)
         or len(d) != n
-        or not all(_is_int(v) and abs(v) <= MAX_AMOUNT for v in d)
+        or not all(is_plain_int(v) and abs(v) <= MAX_AMOUNT for v in d)
     ):
         raise RecordError(
             f"bad result 'deltas' {d!r}: expected a list of {n} integers, each at most "
@@ -256,7 +258,7 @@ def parse_result(result: Any, n: int) -> dict[str, Any]:
         payer, payee, amount, item = line
         if not _seat(payer, n) or not _seat(payee, n) or payer == payee:
             raise RecordError(f"{where}: payer and payee must be two different seats 0-{n - 1}")
-        if not _is_int(amount) or not 1 <= amount <= MAX_AMOUNT:
+        if not is_plain_int(amount) or not 1 <= amount <= MAX_AMOUNT:
             raise RecordError(f"{where}: the amount must be an integer 1-{MAX_AMOUNT}")
         if item not in ITEMS or not isinstance(item, str):
             raise RecordError(f"{where}: unknown item {item!r}, allowed {list(ITEMS)}")
