@@ -702,9 +702,11 @@ def _play_in_workers(chunks, workers, on_result, rules, agents, rotations, seed,
     except BrokenProcessPool as exc:
         raise RuntimeError(
             f"a worker process of the arena died ({str(exc).rstrip('.')}); its error, if it "
-            "could print one, is above. workers > 1 loads the agents in fresh processes, which "
-            "must import every agent's class from its module: define the agents in an "
-            "importable module, or use workers=1"
+            "could print one, is above. workers > 1 loads the agents in fresh processes: an "
+            "agent that cannot be loaded there (its class not importable from its module, or "
+            "failing as it is unpickled) or a worker the system killed (out of memory: fewer "
+            "workers or a smaller chunk_games) ends the run this way; workers=1 plays in this "
+            "process"
         ) from None
     finally:  # after an error, the chunks still in play are not waited for
         pool.shutdown(wait=done, cancel_futures=not done)

@@ -700,7 +700,8 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     assert done.returncode == 1
     assert "RuntimeError: this agent cannot be loaded" in done.stderr  # the worker's own error
     assert "RuntimeError: a worker process of the arena died (" in done.stderr
-    assert "define the agents in an importable module, or use workers=1" in done.stderr
+    assert "its class not importable from its module" in done.stderr
+    assert "a worker the system killed (out of memory" in done.stderr
 
 
 def test_the_pool_has_at_most_one_worker_per_chunk(monkeypatch):
