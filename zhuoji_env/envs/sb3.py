@@ -237,8 +237,7 @@ class SB3VecEnv(VecEnv):
     def _check_steppable(self) -> None:
         """A step needs a reset, and a new one after an opponent failed mid-step."""
         self._failure.check()
-        if not self._started:
-            raise RuntimeError("call reset() before step(): no game waits on the learner yet")
+        self._require_reset("step(): no game waits on the learner yet")
 
     def _require_reset(self, what: str) -> None:
         """Before ``reset`` the constructor's games are not the learner's: refuse to show them."""
