@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import DEVICES, Agent, add_note, agent_label, decide, missing_methods
-from agents.registry import check_device_name, make_agent, on_device, split_specs
+from agents.registry import check_device_name, make_agent, on_devices, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -781,10 +781,8 @@ def run_arena(
         planned_memory(deals, len(agents), len(rotations), per_chunk, n, keep_games),
     )
     if device is not None:
-        moved = [on_device(a, device) if isinstance(a, str) else a for a in agents]
-        applied = any(m != a for m, a in zip(moved, agents, strict=True))
-        device = device if applied else None  # recorded only where it changed a spec
-        agents = moved
+        agents, applied = on_devices(agents, device)
+        device = device if applied else None
     order = label_order(labels, specs)  # played in label order, reported in the given one
     objs = [
         make_agent(agents[k], seed=[seed, i], rules=rules)

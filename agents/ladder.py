@@ -65,7 +65,7 @@ from agents.arena import (
     unwritable,
 )
 from agents.base import DEVICES
-from agents.registry import SHIPPED_POLICIES, on_device, split_specs
+from agents.registry import SHIPPED_POLICIES, on_devices, split_specs
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
@@ -735,8 +735,8 @@ def main(argv: list[str] | None = None) -> int:
         table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
         print(table)
         extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
-        moved = args.device and any(on_device(s, args.device) != s for s in specs)
-        extra |= {"device": args.device} if moved else {}  # only where it changed a spec
+        moved = args.device and on_devices(specs, args.device)[1]
+        extra |= {"device": args.device} if moved else {}
         if args.json:
             body = compact_lists(
                 json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)

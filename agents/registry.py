@@ -126,6 +126,13 @@ def check_device_name(device, allow_none: bool = False) -> str | None:
     return device
 
 
+def on_devices(agents, device: str) -> tuple[list, bool]:
+    """``agents`` with each spec moved to ``device`` (:func:`on_device`; agent objects as they
+    are), and whether that changed any spec: a run records its device only where it did."""
+    moved = [on_device(a, device) if isinstance(a, str) else a for a in agents]
+    return moved, any(m != a for m, a in zip(moved, agents, strict=True))
+
+
 def on_device(spec: str, device: str) -> str:
     """``spec`` with its policy networks on ``device`` (one of :data:`DEVICES`): the device
     option added to a ``ppo:`` or shipped policy and to a ``search:`` agent's base, unless the
