@@ -1017,3 +1017,17 @@ def test_curve_plots_to_a_str_path(tmp_path):
     out = tmp_path / "c.png"
     curve.plot(rows, "rule", 10, str(out), "")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed here")
+@pytest.mark.parametrize("module", ["training.rllib_ppo", "training.rllib_two_nodes"])
+def test_rllib_scripts_without_ray_are_a_usage_error(module):
+    """Without the rllib extra both RLlib scripts exit 2 with one line naming it, not a
+    traceback (rllib_two_nodes used to end in rllib_ppo's ImportError)."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"python -m {module}: error:" in done.stderr
+    assert "the rllib extra is not installed" in done.stderr
+    assert "Traceback" not in done.stderr

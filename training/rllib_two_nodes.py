@@ -27,8 +27,15 @@ import time
 from pathlib import Path
 
 from training.cli import FlagError, json_text, plain
-from training.rllib_ppo import LOCAL_IP as LOOPBACK
 from zhuoji_env.fileio import unused_path
+
+try:
+    from training.rllib_ppo import LOCAL_IP as LOOPBACK
+except ImportError as exc:  # as a script: a usage error (exit 2), as training.rllib_ppo's
+    if __name__ != "__main__":
+        raise
+    print(f"python -m training.rllib_two_nodes: error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 RUNNER_RESOURCE = "zhuoji_runner"
 """The custom resource only the worker node has."""
