@@ -678,12 +678,17 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     )  # fmt: skip
     out = ppo_selfplay.train(ppo_selfplay.Args(**common, total_decisions=2 * 16 * 32))
     assert np.isfinite(out["updates"][-1]["train"]["loss/value"])
+    printed = capsys.readouterr().out
+    assert "trained 1,024 decisions in " in printed and "resumed" not in printed
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert set(ckpt["critic"]) >= {"body.0.weight", "v.weight"}
     assert ckpt["critic"]["body.0.weight"].shape[1] > OBS_SIZE  # it sees more than the policy
     resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
     ppo_selfplay.train(ppo_selfplay.Args(**resume))
-    assert "optimizer state not resumed" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "optimizer state not resumed" not in printed
+    assert "trained 512 decisions in " in printed  # this run's, not the checkpoint's total
+    assert "(1,536 with the 1,024 resumed)" in printed
     # without the critic the network's untrained value head would take over: refused
     no_critic = {**resume, "total_decisions": 4 * 16 * 32, "oracle_critic": False}
     with pytest.raises(FlagError, match="resume it with --oracle-critic"):

@@ -898,6 +898,7 @@ def run(
         elif lead:  # the oracle critic switched on: its parameters are another group
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
+    resumed_decisions = decisions
     if lead:
         print(plan(args, start_update), flush=True)
     run_start = time.perf_counter()
@@ -1121,9 +1122,10 @@ def run(
     if writer:
         writer.close()
     total = time.perf_counter() - t_start
+    so_far = f" ({decisions:,} with the {resumed_decisions:,} resumed)" if resumed_decisions else ""
     print(
-        f"trained {decisions:,} decisions in {total:.0f} s; environment share of wall time "
-        f"{clock.wall['env'] / total:.0%}"
+        f"trained {decisions - resumed_decisions:,} decisions in {total:.0f} s{so_far}; "
+        f"environment share of wall time {clock.wall['env'] / total:.0%}"
     )
     return {
         "history": history,
