@@ -467,7 +467,7 @@ def test_a_batch_larger_than_memory_is_refused(monkeypatch):
     with pytest.raises(
         SizeError,
         match=r"batch_size=1000 needs about 0\.01 GiB of memory, more "
-        r"than the 0\.00 GiB this machine has",
+        r"than the 0\.00 GiB that ZHUOJI_MEMORY_LIMIT sets \(set ZHUOJI_MEMORY_LIMIT",
     ):
         BatchGame("guiyang", 1000)
     assert BatchGame("guiyang", 10).batch_size == 10
@@ -477,7 +477,7 @@ def test_record_refuses_more_games_than_memory_before_playing(tmp_path, capsys, 
     monkeypatch.setenv("ZHUOJI_MEMORY_LIMIT", str(1 << 20))
     out = tmp_path / "recs"
     msg = refused(capsys, record_main, ["--n", "200", "--out", str(out)])
-    assert "error: --n 200 needs about" in msg and "this machine has" in msg
+    assert "error: --n 200 needs about" in msg and "that ZHUOJI_MEMORY_LIMIT sets" in msg
     assert not out.exists()
 
 

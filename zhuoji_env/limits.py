@@ -41,12 +41,18 @@ def _gib(n: float) -> str:
     return f"{n / (1 << 30):,.2f} GiB"
 
 
-def check_memory(what: str, estimate: float, limit: int | None = None) -> None:
-    """Raise :class:`SizeError` if ``estimate`` bytes exceeds ``limit`` (default
-    :func:`memory_limit`); ``what`` names the size asked for, e.g. ``"--num-envs 100000000"``."""
-    limit = memory_limit() if limit is None else limit
+def check_memory(what: str, estimate: float) -> None:
+    """Raise :class:`SizeError` if ``estimate`` bytes exceeds :func:`memory_limit`; ``what``
+    names the size asked for, e.g. ``"--num-envs 100000000"``. The message says whether the
+    limit is this machine's memory or ``ZHUOJI_MEMORY_LIMIT``'s."""
+    limit = memory_limit()
     if estimate > limit:
+        source = (
+            "that ZHUOJI_MEMORY_LIMIT sets"
+            if os.environ.get("ZHUOJI_MEMORY_LIMIT") is not None
+            else "this machine has"
+        )
         raise SizeError(
             f"{what} needs about {_gib(estimate)} of memory, more than the {_gib(limit)} "
-            "this machine has (set ZHUOJI_MEMORY_LIMIT in bytes to change the limit)"
+            f"{source} (set ZHUOJI_MEMORY_LIMIT in bytes to change the limit)"
         )
