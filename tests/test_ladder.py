@@ -189,6 +189,11 @@ def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
     base = tmp_path / "base.json"
     argv = ["--deals", "3", "--bootstrap", "20", "--no-progress"]
     assert ladder.main(["--agents", "random,greedy", *argv, "--json", str(base)]) == 0
+    plain = tmp_path / "plain.json"  # no network to move: the device is not recorded
+    assert ladder.main(["--agents", "random,greedy", *argv, "--device", "cpu", "--json",
+                        str(plain)]) == 0  # fmt: skip
+    assert "device" not in json.loads(plain.read_text())
+    played.pop()
     out = tmp_path / "out.json"
     assert ladder.main(["--agents", "random,greedy,rule,ppo-scratch", "--versus", "greedy",
                         "--reuse", str(base), "--device", "cpu", "--chunk", "6",

@@ -1075,7 +1075,7 @@ def run(
                     *ckpt.get("stages", []),
                     {
                         **stage,
-                        "decisions": decisions - ckpt.get("decisions", 0),
+                        "decisions": decisions - resumed_decisions,
                         "seconds": round(time.perf_counter() - run_start, 1),
                     },
                 ],

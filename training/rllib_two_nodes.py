@@ -15,6 +15,7 @@ any check fails. Both nodes are stopped, by their process ids, at the end. The r
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -31,8 +32,8 @@ from zhuoji_env.fileio import unused_path
 
 try:
     from training.rllib_ppo import LOCAL_IP as LOOPBACK
-except ImportError as exc:  # as a script: a usage error (exit 2), as training.rllib_ppo's
-    if __name__ != "__main__":
+except ImportError as exc:  # Ray missing, as a script: a usage error (exit 2), as rllib_ppo's
+    if __name__ != "__main__" or importlib.util.find_spec("ray") is not None:
         raise
     print(f"python -m training.rllib_two_nodes: error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None

@@ -12,7 +12,7 @@ import os
 
 
 class SizeError(ValueError):
-    """A size whose memory estimate exceeds what this machine has."""
+    """A size whose memory estimate exceeds :func:`memory_limit`."""
 
 
 def memory_limit() -> int:
