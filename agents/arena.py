@@ -72,8 +72,16 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import DEVICES, Agent, add_note, agent_label, decide, missing_methods
-from agents.registry import check_device_name, make_agent, on_devices, split_specs
+from agents.base import (
+    DEVICES,
+    Agent,
+    add_note,
+    agent_label,
+    check_device_name,
+    decide,
+    missing_methods,
+)
+from agents.registry import make_agent, on_devices, split_specs
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas

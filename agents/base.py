@@ -94,6 +94,17 @@ class Agent:
         return f"{type(self).__name__}()"
 
 
+def check_device_name(device, allow_none: bool = False) -> str | None:
+    """``device`` if it is one of :data:`DEVICES` (or None, where ``allow_none``), else
+    ``ValueError``."""
+    if device is None and allow_none:
+        return None
+    if not isinstance(device, str) or device not in DEVICES:
+        either = "None or " if allow_none else ""
+        raise ValueError(f"device {device!r}: must be {either}one of {', '.join(DEVICES)}")
+    return device
+
+
 def add_note(exc: BaseException, text: str) -> None:
     """``exc.add_note(text)`` (Python 3.11+). Python 3.10 has no notes: there the text joins
     the message of an exception whose first argument is a string, so that it is still shown."""

@@ -36,8 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.base import DEVICES, Agent
-from agents.registry import check_device_name
+from agents.base import DEVICES, Agent, check_device_name
 from agents.rule import VERSION_RULE, RuleAgent
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import check_flag, is_real

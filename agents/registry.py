@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.base import DEVICES, Agent, missing_methods
+from agents.base import DEVICES, Agent, check_device_name, missing_methods
 
 AgentFactory = Callable[..., Agent]
 
@@ -113,17 +113,6 @@ def make_agent(spec: str, seed=None, rules=None) -> Agent:
     except AttributeError:
         pass  # an object that takes no attributes is named by its repr in errors
     return agent
-
-
-def check_device_name(device, allow_none: bool = False) -> str | None:
-    """``device`` if it is one of :data:`DEVICES` (or None, where ``allow_none``), else
-    ``ValueError``."""
-    if device is None and allow_none:
-        return None
-    if not isinstance(device, str) or device not in DEVICES:
-        either = "None or " if allow_none else ""
-        raise ValueError(f"device {device!r}: must be {either}one of {', '.join(DEVICES)}")
-    return device
 
 
 def on_devices(agents, device: str) -> tuple[list, bool]:
