@@ -134,3 +134,55 @@ def test_source_commit_names_this_checkout():
     head = git_in(ROOT, "rev-parse", "HEAD")
     dirty = bool(git_in(ROOT, "status", "--porcelain"))  # untracked files count here
     assert source_commit() == head + ("+dirty" if dirty else "")
+
+
+def _simd_run(code: str, disable: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    if disable:
+        env["NPY_DISABLE_CPU_FEATURES"] = disable
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+AVX2_ONLY = "X86_V4 AVX512_ICL AVX512_SPR"
+"""What NPY_DISABLE_CPU_FEATURES turns off to run numpy's AVX2 code on an AVX-512 CPU."""
+
+
+def test_the_numpy_simd_target_is_recorded_and_follows_numpys_switch():
+    m = machine.describe()
+    assert m["numpy_simd"] == machine.numpy_simd()
+    assert f"numpy {m['numpy']} ({m['numpy_simd']})" in machine.machine_line(m)
+    assert f"numpy {m['numpy']}," in machine.machine_line({**m, "numpy_simd": None})
+    if m["numpy_simd"] not in ("X86_V4", "AVX512_ICL", "AVX512_SPR"):
+        pytest.skip(f"numpy dispatches to {m['numpy_simd']} here, not AVX-512")
+    code = "from zhuoji_env import machine; print(machine.numpy_simd())"
+    assert _simd_run(code, AVX2_ONLY).strip() == "X86_V3"
+
+
+def test_rules_advice_differs_in_its_last_bits_between_numpys_simd_targets():
+    """Why games replay exactly only on the same SIMD target (zhuoji_env.machine): the same
+    observations give float64 advice scores that differ between AVX2 and AVX-512 code."""
+    if machine.numpy_simd() not in ("X86_V4", "AVX512_ICL", "AVX512_SPR"):
+        pytest.skip("needs a CPU on which numpy runs AVX-512 code")
+    code = """
+import hashlib
+import numpy as np
+from agents.registry import make_agent
+from agents.rule import RuleAgent
+from zhuoji_env.engine import BatchGame
+from zhuoji_env.observation import encode
+game, rnd, rule = BatchGame("guiyang", 64, seed=5), make_agent("random", seed=5), RuleAgent()
+g, scores = np.arange(64), []
+for _ in range(60):
+    st = game.state
+    obs = encode(st, g, st.actor)
+    scores.append(rule.advice(obs, st.mask)[1])
+    game.step(rnd.act(obs, st.mask))
+print(hashlib.sha256(np.nan_to_num(np.concatenate(scores)).tobytes()).hexdigest())
+"""
+    assert _simd_run(code, None) == _simd_run(code, None)  # the same target: the same bits
+    assert _simd_run(code, None) != _simd_run(code, AVX2_ONLY)

@@ -1,9 +1,12 @@
 """The machine, libraries and code a result was measured with: :func:`describe`.
 
-Search arenas first played on another machine replayed here as other games, for a cause not
-yet found (docs/search.md, "Replaying the arenas on another machine"); those played here replay
-exactly. The arena and the ladder write this description beside their numbers, so that a
-replay can say whether the machine, libraries and code matched.
+A game whose agents read ``rule``'s advice (``rule``'s own choices, the ``ppo-*`` policies'
+input, the search's rollouts) replays exactly only where numpy computes it on the same SIMD
+target: its float64 advice scores differ in their last bits between numpy's AVX2 and AVX-512
+code, which now and then changes a decision, and every game of its batch from there on
+(docs/search.md, "Replaying the arenas on another machine"). The arena and the ladder write
+this description beside their numbers, the SIMD target included, so that a replay can say
+whether the machine, libraries and code matched.
 """
 
 from __future__ import annotations
@@ -58,10 +61,27 @@ def describe() -> dict[str, object]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
+        "numpy_simd": numpy_simd(),
         "torch": installed("torch"),
         "gpu": gpu,
         "code": code_version(),
     }
+
+
+def numpy_simd() -> str | None:
+    """The widest SIMD target numpy's dispatched functions run in this process (``X86_V3``:
+    AVX2; ``X86_V4``, ``AVX512_ICL``, ``AVX512_SPR``: AVX-512), which the CPU and
+    ``NPY_DISABLE_CPU_FEATURES`` decide; None where this numpy does not say."""
+    try:
+        from numpy._core._multiarray_umath import (
+            __cpu_baseline__,
+            __cpu_dispatch__,
+            __cpu_features__,
+        )
+    except ImportError:
+        return None
+    on = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)] or list(__cpu_baseline__)
+    return on[-1] if on else None
 
 
 def code_version(root: str | None = None) -> dict[str, object] | None:
@@ -116,7 +136,7 @@ def machine_line(m: dict) -> str:
     parts = [
         f"{m['cpu']} ({m['cores'] or '?'} cores)",
         f"python {m['python']}",
-        f"numpy {m['numpy']}",
+        f"numpy {m['numpy']}" + (f" ({m['numpy_simd']})" if m.get("numpy_simd") else ""),
     ]
     parts += [f"torch {m['torch']}"] if m.get("torch") else []
     parts += [f"GPU {m['gpu']}"] if m.get("gpu") else []
