@@ -280,7 +280,7 @@ def drop_rows_after(path: Path, key: str, last: int) -> int:
         except ValueError:
             row = None
         value = row.get(key) if isinstance(row, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > last:
+        if is_plain_int(value) and value > last:
             dropped += 1
         else:
             kept.append(line)

@@ -24,7 +24,7 @@ from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
 from agents.registry import split_specs
-from training.cli import json_text, plain
+from training.cli import INT_NON_NEGATIVE, json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -64,7 +64,7 @@ def checkpoints(
         for p in found:
             _, ckpt = load_checkpoint(p)
             decisions = ckpt.get("decisions")
-            if not isinstance(decisions, int) or isinstance(decisions, bool) or decisions < 0:
+            if not INT_NON_NEGATIVE[0](decisions):
                 raise ValueError(
                     f"{p}: its 'decisions' is {decisions!r}, not a count of decisions trained "
                     "(not a training.ppo_selfplay checkpoint?)"

@@ -76,6 +76,7 @@ from training.cli import (
     command_line,
     flag,
 )
+from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.machine import usable_cores
 
 
@@ -117,7 +118,7 @@ class Place:
         return f"process {rank} (node {rank // self.per_node})"
 
 
-PORT = (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65535, "1 to 65535")
+PORT = (lambda v: is_plain_int(v) and 1 <= v <= 65535, "1 to 65535")
 LAUNCH_FLAGS = ("processes", "nnodes", "node_rank", "master_addr", "master_port")
 """The flags that place the processes, which torchrun's own flags replace."""
 

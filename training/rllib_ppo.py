@@ -61,6 +61,7 @@ from training.cli import (
     remove_paths,
     rules_from_flag,
 )
+from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.fileio import (
     append_text_atomic,
     recover_dir,
@@ -182,7 +183,7 @@ def check_args(args: Args) -> None:
     check_fields(args, {})
     for name, low in _AT_LEAST.items():
         value = getattr(args, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        if not is_plain_int(value) or value < low:
             raise ValueError(f"--{name.replace('_', '-')} {value!r}: must be an integer >= {low}")
     if args.runner not in RUNNERS:
         raise ValueError(f"--runner {args.runner!r}: must be one of {', '.join(RUNNERS)}")

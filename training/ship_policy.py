@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 
 from agents.arena import against_each
 from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
-from training.cli import check_out_dir, json_text, plain
+from training.cli import INT_NON_NEGATIVE, NON_NEGATIVE, check_out_dir, json_text, plain
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -43,20 +42,12 @@ PLAYS = [(opp, "") for opp in OPPONENTS] + [("rule", ":greedy")]
 """The arena tables of a provenance: sampling against each opponent, argmax against rule."""
 
 
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _seconds(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-
-
 STAGE_TYPES = {
     "command": (lambda v: isinstance(v, str), "a string"),
     "commit": (lambda v: v is None or isinstance(v, str), "a string or null"),
     "preset": (lambda v: isinstance(v, str), "a string"),
-    "decisions": (_count, "an integer >= 0"),
-    "seconds": (_seconds, "a finite number >= 0"),
+    "decisions": INT_NON_NEGATIVE,
+    "seconds": NON_NEGATIVE,
 }
 """What each of :data:`STAGE_KEYS` must hold."""
 
@@ -93,7 +84,7 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
         for key, (ok, allowed) in STAGE_TYPES.items():
             if not ok(stage[key]):
                 raise ValueError(f"stage {i}: {key!r} is {stage[key]!r}, it must be {allowed}")
-    if not _count(ckpt.get("decisions")):
+    if not INT_NON_NEGATIVE[0](ckpt.get("decisions")):
         raise ValueError(
             f"the checkpoint's 'decisions' is {ckpt.get('decisions')!r}, not an integer >= 0"
         )
