@@ -54,6 +54,7 @@ from zhuoji_env.observation import LAYOUT, OBS_SIZE, SLICES, block, encode
 from zhuoji_env.picture import ITEM_LABELS
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES
+from zhuoji_env.view import PROBS_SUM_TOLERANCE
 
 PHASES = ("turn", "response", "rob", "baoting_discard")
 """Decision types, by the engine's phase codes."""
@@ -67,13 +68,13 @@ def action_kind(a: int) -> str:
 def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
     """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``;
     ``ValueError`` naming the agent where a row's legal actions' probabilities do not sum to 1
-    (within 0.01, as the viewer reads them)."""
+    (within :data:`zhuoji_env.view.PROBS_SUM_TOLERANCE`, as the viewer reads them)."""
     if not hasattr(agent, "policy"):
         return None
     probs, value = agent.policy(obs, mask)
     probs = np.asarray(probs, dtype=np.float64)
     total = np.where(mask, probs, 0.0).sum(-1)
-    bad = np.flatnonzero(~(np.abs(total - 1) <= 0.01))
+    bad = np.flatnonzero(~(np.abs(total - 1) <= PROBS_SUM_TOLERANCE))
     if bad.size:
         raise ValueError(
             f"agent {agent_label(agent)}'s policy(): the probabilities of row {int(bad[0])}'s "
