@@ -148,25 +148,33 @@ def _simd_run(code: str, disable: str | None) -> str:
     return done.stdout
 
 
-AVX2_ONLY = "X86_V4 AVX512_ICL AVX512_SPR"
-"""What NPY_DISABLE_CPU_FEATURES turns off to run numpy's AVX2 code on an AVX-512 CPU."""
-
-
 def test_the_numpy_simd_target_is_recorded_and_follows_numpys_switch():
     m = machine.describe()
     assert m["numpy_simd"] == machine.numpy_simd()
-    assert f"numpy {m['numpy']} ({m['numpy_simd']})" in machine.machine_line(m)
-    assert f"numpy {m['numpy']}," in machine.machine_line({**m, "numpy_simd": None})
-    if m["numpy_simd"] not in ("X86_V4", "AVX512_ICL", "AVX512_SPR"):
+    parts = machine.machine_line(m).split(", ")
+    shown = f"numpy {m['numpy']}" + (f" ({m['numpy_simd']})" if m["numpy_simd"] else "")
+    assert shown in parts
+    assert f"numpy {m['numpy']}" in machine.machine_line({**m, "numpy_simd": None}).split(", ")
+    if not machine.is_avx512(m["numpy_simd"]):
         pytest.skip(f"numpy dispatches to {m['numpy_simd']} here, not AVX-512")
+    switch = machine.avx2_switch()
+    assert switch and all(machine.is_avx512(t) for t in switch.split())
     code = "from zhuoji_env import machine; print(machine.numpy_simd())"
-    assert _simd_run(code, AVX2_ONLY).strip() == "X86_V3"
+    target = _simd_run(code, switch).strip()
+    assert target != "None" and not machine.is_avx512(target)
+
+
+def test_avx512_targets_are_told_by_their_names_in_every_numpy():
+    for name in ("X86_V4", "AVX512F", "AVX512_SKX", "AVX512_ICL", "AVX512_SPR"):
+        assert machine.is_avx512(name)
+    for name in ("X86_V3", "AVX2", "FMA3", "SSE42", "ASIMDFHM", None):
+        assert not machine.is_avx512(name)
 
 
 def test_rules_advice_differs_in_its_last_bits_between_numpys_simd_targets():
     """Why games replay exactly only on the same SIMD target (zhuoji_env.machine): the same
     observations give float64 advice scores that differ between AVX2 and AVX-512 code."""
-    if machine.numpy_simd() not in ("X86_V4", "AVX512_ICL", "AVX512_SPR"):
+    if not machine.is_avx512(machine.numpy_simd()):
         pytest.skip("needs a CPU on which numpy runs AVX-512 code")
     code = """
 import hashlib
@@ -185,4 +193,4 @@ for _ in range(60):
 print(hashlib.sha256(np.nan_to_num(np.concatenate(scores)).tobytes()).hexdigest())
 """
     assert _simd_run(code, None) == _simd_run(code, None)  # the same target: the same bits
-    assert _simd_run(code, None) != _simd_run(code, AVX2_ONLY)
+    assert _simd_run(code, None) != _simd_run(code, machine.avx2_switch())

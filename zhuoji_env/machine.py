@@ -6,12 +6,14 @@ target: its float64 advice scores differ in their last bits between numpy's AVX2
 code, which now and then changes a decision, and every game of its batch from there on
 (docs/search.md, "Replaying the arenas on another machine"). The arena and the ladder write
 this description beside their numbers, the SIMD target included, so that a replay can say
-whether the machine, libraries and code matched.
+whether the machine, libraries and code matched; :func:`avx2_switch` is how an AVX-512 CPU
+plays numpy's AVX2 code.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import platform
 import subprocess
@@ -69,19 +71,41 @@ def describe() -> dict[str, object]:
 
 
 def numpy_simd() -> str | None:
-    """The widest SIMD target numpy's dispatched functions run in this process (``X86_V3``:
-    AVX2; ``X86_V4``, ``AVX512_ICL``, ``AVX512_SPR``: AVX-512), which the CPU and
+    """The widest SIMD target numpy's dispatched functions run in this process (``X86_V3`` or
+    ``AVX2``: AVX2; ``X86_V4`` or ``AVX512_*``: AVX-512, :func:`is_avx512`), which the CPU and
     ``NPY_DISABLE_CPU_FEATURES`` decide; None where this numpy does not say."""
-    try:
-        from numpy._core._multiarray_umath import (
-            __cpu_baseline__,
-            __cpu_dispatch__,
-            __cpu_features__,
-        )
-    except ImportError:
+    dispatch = _numpy_dispatch()
+    if dispatch is None:
         return None
-    on = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)] or list(__cpu_baseline__)
+    baseline, targets, features = dispatch
+    on = [t for t in targets if features.get(t)] or list(baseline)
     return on[-1] if on else None
+
+
+def is_avx512(target: str | None) -> bool:
+    """Whether the numpy SIMD target ``target`` (:func:`numpy_simd`) is AVX-512 code: its name
+    differs between numpy versions (``X86_V4`` from numpy 2.4, ``AVX512F`` ... ``AVX512_SPR``)."""
+    return target is not None and (target == "X86_V4" or target.startswith("AVX512"))
+
+
+def avx2_switch() -> str:
+    """The value of ``NPY_DISABLE_CPU_FEATURES`` that makes this numpy run its AVX2 code on an
+    AVX-512 CPU: every AVX-512 target it was built with, by this numpy's names (empty where it
+    has none or does not say). Games that read ``rule``'s advice replay exactly only on the same
+    target (docs/search.md), so this is how an AVX-512 machine replays results played on AVX2."""
+    dispatch = _numpy_dispatch()
+    return " ".join(t for t in dispatch[1] if is_avx512(t)) if dispatch else ""
+
+
+def _numpy_dispatch() -> tuple[list, list, dict] | None:
+    """numpy's baseline and dispatch targets and the CPU features it enables, or None."""
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            umath = importlib.import_module(name)
+            return umath.__cpu_baseline__, umath.__cpu_dispatch__, umath.__cpu_features__
+        except (ImportError, AttributeError):
+            continue
+    return None
 
 
 def code_version(root: str | None = None) -> dict[str, object] | None:
