@@ -684,7 +684,8 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     assert set(ckpt["critic"]) >= {"body.0.weight", "v.weight"}
     assert ckpt["critic"]["body.0.weight"].shape[1] > OBS_SIZE  # it sees more than the policy
     resume = dict(common, total_decisions=3 * 16 * 32, resume=str(tmp_path / "latest.pt"))
-    ppo_selfplay.train(ppo_selfplay.Args(**resume))
+    out = ppo_selfplay.train(ppo_selfplay.Args(**resume))
+    assert (out["decisions"], out["resumed_decisions"]) == (1536, 1024)
     printed = capsys.readouterr().out
     assert "optimizer state not resumed" not in printed
     assert "trained 512 decisions in " in printed  # this run's, not the checkpoint's total

@@ -867,7 +867,9 @@ def run(
     args: Args, rules: Rules, resumed, device: torch.device, group: ProcessGroup | None = None
 ) -> dict:
     """The training loop of one process (of ``group``'s, when given: the first one evaluates,
-    logs, saves and returns the results; the others return ``{}``)."""
+    logs, saves and returns the results; the others return ``{}``). ``decisions`` in the
+    results is the running total, ``resumed_decisions`` the resumed checkpoint's part of it,
+    and ``seconds`` this run's wall time."""
     rank, size = (group.rank, group.size) if group else (0, 1)
     lead = rank == 0
     torch.set_num_threads(args.torch_threads)
@@ -1134,6 +1136,7 @@ def run(
         "env_seconds": clock.wall["env"],
         "phases": phases,
         "decisions": decisions,
+        "resumed_decisions": resumed_decisions,
         "checkpoint": str(out_dir / "latest.pt"),
     }
 

@@ -86,7 +86,7 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
                 raise ValueError(f"stage {i}: {key!r} is {stage[key]!r}, it must be {allowed}")
     if not INT_NON_NEGATIVE[0](ckpt.get("decisions")):
         raise ValueError(
-            f"the checkpoint's 'decisions' is {ckpt.get('decisions')!r}, not an integer >= 0"
+            f"the checkpoint's 'decisions' is {ckpt.get('decisions')!r}, not {INT_NON_NEGATIVE[1]}"
         )
     total = sum(s["decisions"] for s in stages)
     if total != ckpt["decisions"]:
