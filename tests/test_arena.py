@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from exception_helpers import notes
 
 from agents import arena
 from agents.arena import ArenaResult, json_text, labels_of, mean_ci, run_arena, seatings
@@ -372,7 +373,7 @@ def test_cli_names_a_plugin_whose_import_raises(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(RuntimeError, match="bad registry call") as info:
         arena.main(["--agents", "random,greedy", "--deals", "1", "--plugin", "raising_plugin"])
-    assert info.value.__notes__ == ["raised while importing --plugin 'raising_plugin'"]
+    assert notes(info.value) == ["raised while importing --plugin 'raising_plugin'"]
 
 
 def test_cli_keeps_an_existing_json_unless_force(monkeypatch, tmp_path, capsys):

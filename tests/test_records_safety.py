@@ -205,7 +205,7 @@ def test_records_are_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- real SIGKILL
 PAUSE = r"""
-import builtins, io, os, runpy, sys, time
+import builtins, io, os, pathlib, runpy, sys, time
 
 ready, stage, name, module, *argv = sys.argv[1:]
 real_open, real_replace = io.open, os.replace
@@ -257,6 +257,8 @@ def replace(src, dst, **kwargs):
 
 io.open = open_  # Path.write_text and open() both go through it
 builtins.open = open_
+if hasattr(pathlib, "_NormalAccessor"):  # Python 3.10: Path.open calls the io.open it bound
+    pathlib._NormalAccessor.open = staticmethod(open_)
 os.replace = replace
 sys.argv = [module, *argv]
 runpy.run_module(module, run_name="__main__", alter_sys=True)

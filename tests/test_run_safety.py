@@ -47,7 +47,7 @@ TINY = [
 """A ppo_selfplay run of 32 decisions an update, saving at every update."""
 
 INJECT = r"""
-import builtins, io, os, runpy, signal, sys
+import builtins, io, os, pathlib, runpy, signal, sys
 
 mode, pattern, nth, module, *argv = sys.argv[1:]
 nth, seen = int(nth), [0]
@@ -117,6 +117,8 @@ def replace(src, dst, **kwargs):
 
 
 builtins.open = io.open = open_
+if hasattr(pathlib, "_NormalAccessor"):  # Python 3.10: Path.open calls the io.open it bound
+    pathlib._NormalAccessor.open = staticmethod(open_)
 os.sendfile, os.replace = sendfile, replace
 
 import torch
