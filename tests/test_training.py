@@ -680,6 +680,7 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     assert np.isfinite(out["updates"][-1]["train"]["loss/value"])
     printed = capsys.readouterr().out
     assert "trained 1,024 decisions in " in printed and "resumed" not in printed
+    assert (out["decisions"], out["resumed_decisions"]) == (1024, 0)
     _, ckpt = load_checkpoint(tmp_path / "latest.pt")
     assert set(ckpt["critic"]) >= {"body.0.weight", "v.weight"}
     assert ckpt["critic"]["body.0.weight"].shape[1] > OBS_SIZE  # it sees more than the policy

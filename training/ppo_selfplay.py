@@ -832,7 +832,9 @@ class PhaseClock:
 
 def train(args: Args) -> dict:
     """Run the training; returns the evaluations, the per-update statistics and timing (``{}``
-    in the processes of a data-parallel run but the first).
+    in the processes of a data-parallel run but the first): ``decisions`` is the running total,
+    ``resumed_decisions`` the resumed checkpoint's part of it (0 on a fresh run), ``seconds``
+    this run's wall time.
 
     Every flag is checked first (:func:`check_args`): nothing is written on a bad one; then the
     run's folder is prepared (:func:`prepare_out_dir`). A data-parallel run (``--processes``,
@@ -867,9 +869,7 @@ def run(
     args: Args, rules: Rules, resumed, device: torch.device, group: ProcessGroup | None = None
 ) -> dict:
     """The training loop of one process (of ``group``'s, when given: the first one evaluates,
-    logs, saves and returns the results; the others return ``{}``). ``decisions`` in the
-    results is the running total, ``resumed_decisions`` the resumed checkpoint's part of it,
-    and ``seconds`` this run's wall time."""
+    logs, saves and returns the results of :func:`train`; the others return ``{}``)."""
     rank, size = (group.rank, group.size) if group else (0, 1)
     lead = rank == 0
     torch.set_num_threads(args.torch_threads)
