@@ -204,5 +204,6 @@ for _ in range(60):
     game.step(rnd.act(obs, st.mask))
 print(hashlib.sha256(np.nan_to_num(np.concatenate(scores)).tobytes()).hexdigest())
 """
-    assert _simd_run(code, None) == _simd_run(code, None)  # the same target: the same bits
-    assert _simd_run(code, None) != _simd_run(code, machine.avx2_switch())
+    default = _simd_run(code, None)
+    assert default == _simd_run(code, None)  # the same target: the same bits
+    assert default != _simd_run(code, machine.avx2_switch())
