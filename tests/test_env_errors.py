@@ -583,3 +583,44 @@ def test_random_policy_masks_must_be_bool_or_0_1():
     assert p.act(None, mask.astype(np.int8)).tolist() == [5, 5]
     assert p.act(None, mask * 1.0).tolist() == [5, 5]
     assert p.act(None, mask[0].tolist()) == 5
+
+
+def test_render_reveal_must_be_a_bool():
+    """``render(reveal='no')`` is truthy: it showed every seat's concealed hand."""
+    aec = zhuoji_env.raw_env(render_mode="ansi")
+    aec.reset(seed=0)
+    single = SingleAgentEnv(render_mode="ansi")
+    single.reset(seed=0)
+    for call in (
+        aec.render,
+        aec.render_text,
+        aec.render_picture,
+        single.render_text,
+        single.render_picture,
+    ):
+        with pytest.raises(TypeError, match=r"^reveal must be True or False, got 'no'"):
+            call(reveal="no")
+    assert aec.render(reveal=False) == aec.render_text()
+
+
+def test_sb3_has_no_reset_options_and_says_so():
+    """SB3's ``set_options`` stored options that ``reset`` never read: a bogus wall dealt the
+    seed's games without a word."""
+    env = _sb3(seed=0)
+    first = env.reset()
+    for bad in ({"wall": "1m" * 108}, [{}, {"dealer": 1}, {}]):
+        with pytest.raises(ValueError, match=r"^SB3VecEnv takes no reset options, got "):
+            env.set_options(bad)
+    for empty in (None, {}, [{}, {}, {}]):
+        env.set_options(empty)
+    env.seed(0)
+    assert (env.reset() == first).all()
+
+
+def test_an_opponent_class_is_refused_at_construction():
+    msg = r"^opponents? must be a policy object, got the class RandomPolicy: pass an instance"
+    with pytest.raises(TypeError, match=msg):
+        SingleAgentEnv(opponents=RandomPolicy)
+    with pytest.raises(TypeError, match=msg):
+        _sb3(opponent=RandomPolicy)
+    SingleAgentEnv(opponents=RandomPolicy()).reset(seed=0)

@@ -10,7 +10,8 @@ from PIL import Image
 
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.engine.records import load
-from zhuoji_env.engine.state import ITEMS
+from zhuoji_env.engine.state import AN_KONG, ITEMS, PONG_MELD
+from zhuoji_env.envs.render import render_table
 from zhuoji_env.picture import (
     _BACK,
     _BAND,
@@ -205,3 +206,46 @@ def test_environments_display_as_pictures_in_notebooks():
         env.reset(seed=5)
         png = env._repr_png_()
         assert Image.open(io.BytesIO(png)).size == (960, 710)
+
+
+def _with_melds(game: BatchGame, seat: int, hidden_kind: int):
+    """A copy of the state of ``game`` in which ``seat`` holds a pong of 4p (fed by the next
+    seat) and a concealed kong of ``hidden_kind``."""
+    st = game.state.copy()
+    st.meld[0, seat, kind("4p")] = PONG_MELD
+    st.meld_from[0, seat, kind("4p")] = (seat + 1) % 4
+    st.meld[0, seat, hidden_kind] = AN_KONG
+    return st
+
+
+def test_where_a_hidden_concealed_kong_is_drawn_says_nothing_of_its_kind():
+    """Melds were drawn in kind order, hidden concealed kongs among them: one drawn after a
+    pong of 4p was of a kind above 4p. Two states that differ only in that kind must look the
+    same to another seat, in the picture and in the text table, and differ when revealed."""
+    game = BatchGame("guiyang", 1, seed=5)
+    seat = (int(game.state.actor[0]) + 1) % 4
+    low, high = _with_melds(game, seat, kind("2m")), _with_melds(game, seat, kind("8s"))
+    rules = game.rules
+    assert (draw_table(rules, low, 0) == draw_table(rules, high, 0)).all()
+    assert render_table(rules, low, 0) == render_table(rules, high, 0)
+    assert "melds: pong 4p from player_" in render_table(rules, low, 0)
+    assert "; concealed kong (hidden)" in render_table(rules, low, 0)
+    assert not (
+        draw_table(rules, low, 0, reveal=True) == draw_table(rules, high, 0, reveal=True)
+    ).all()
+    assert render_table(rules, low, 0, viewer=seat) != render_table(rules, high, 0, viewer=seat)
+
+
+def test_reveal_must_be_a_bool():
+    """``reveal='no'`` is truthy: it showed every seat's concealed tiles."""
+    game = BatchGame("guiyang", 1, seed=5)
+    for call in (
+        lambda v: draw_table(game.rules, game.state, 0, reveal=v),
+        lambda v: status_lines(game.rules, game.state, 0, reveal=v),
+        lambda v: render_table(game.rules, game.state, 0, reveal=v),
+        lambda v: Table(game.rules, game.state, 0, reveal=v),
+    ):
+        for bad in ("no", 0, None):
+            with pytest.raises(TypeError, match=r"^reveal must be True or False, got "):
+                call(bad)
+        call(np.bool_(True))

@@ -25,7 +25,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.engine.records import deltas, result_of
 from zhuoji_env.engine.settlement import chicken_units
 from zhuoji_env.engine.state import (
@@ -145,6 +145,15 @@ def last_discard(st: State, i: int) -> tuple[int, int] | None:
     return int(st.rec_seat[i, j]), int(acts[j]) - A.DISCARD
 
 
+def meld_kinds(st: State, i: int, s: int, face_up: bool) -> list[int]:
+    """The kinds of seat ``s``'s melds in game ``i`` in the order a table shows them: by kind,
+    then the concealed kongs the viewer may not see (``face_up`` false) last, so that where a
+    hidden kong sits among the melds says nothing of its kind."""
+    kinds = np.flatnonzero(st.meld[i, s])
+    hidden = (st.meld[i, s, kinds] == AN_KONG) & (not face_up)
+    return [int(k) for k in np.concatenate([kinds[~hidden], kinds[hidden]])]
+
+
 def status_lines(
     rules: Rules,
     st: State,
@@ -156,6 +165,7 @@ def status_lines(
     reveal: bool = False,
 ) -> list[str]:
     """The two header lines of a picture: the table, then what is happening (ASCII)."""
+    reveal = check_flag(reveal, "reveal")
     n = st.num_players
     phase, actor, turn_seat = int(st.phase[i]), int(st.actor[i]), int(st.turn_seat[i])
     over = phase == OVER
@@ -219,7 +229,7 @@ def draw_table(
     phase, actor = int(st.phase[i]), int(st.actor[i])
     over = phase == OVER
     seen_by = actor if viewer is None else int(viewer)
-    show_all = reveal or over
+    show_all = check_flag(reveal, "reveal") or over
     h, w = frame_size(n)
     img = Image.new("RGB", (w, h), _BG)
     draw = ImageDraw.Draw(img)
@@ -272,7 +282,7 @@ def draw_table(
             x += bw + 2
         # melds, each labelled with its type (and feeder)
         x += 18
-        for k in np.flatnonzero(st.meld[i, s]):
+        for k in meld_kinds(st, i, s, face_up):
             mtype = int(st.meld[i, s, k])
             hidden = mtype == AN_KONG and not face_up
             label = MELD_LABELS[mtype]
@@ -356,7 +366,8 @@ class Table:
         self.rules = Rules.make(rules)
         self.state = st.take(np.array([i]))
         self.scores = None if scores is None else np.array(scores)
-        self.hand_no, self.viewer, self.reveal = hand_no, viewer, reveal
+        self.hand_no, self.viewer = hand_no, viewer
+        self.reveal = check_flag(reveal, "reveal")
 
     def rgb(self) -> np.ndarray:
         """The picture as ``uint8 [H, W, 3]``."""

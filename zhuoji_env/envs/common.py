@@ -380,7 +380,13 @@ def warn_illegal(env, message: str) -> None:
 # --------------------------------------------------------------------------- opponents
 def check_opponent(policy, name: str = "opponent") -> None:
     """An opponent must have ``act(obs, mask)``; a string (an agent's name) is refused, since
-    the environments do not import the agents."""
+    the environments do not import the agents, and so is a class (its ``act`` would be met
+    unbound at the first reset)."""
+    if isinstance(policy, type):
+        raise TypeError(
+            f"{name} must be a policy object, got the class {policy.__name__}: pass an instance, "
+            f"e.g. {policy.__name__}()"
+        )
     if isinstance(policy, str):
         raise TypeError(
             f"{name} must be a policy object with act(obs, mask), got the string {policy!r}: "

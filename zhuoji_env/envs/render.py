@@ -15,7 +15,7 @@ import gymnasium
 import numpy as np
 
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import BatchGame
+from zhuoji_env.engine.game import BatchGame, check_flag
 from zhuoji_env.engine.records import result_of
 from zhuoji_env.engine.state import (
     AN_KONG,
@@ -29,6 +29,7 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.envs.common import check_seat
+from zhuoji_env.picture import meld_kinds
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES, UNICODE, kind
 
@@ -99,7 +100,7 @@ def render_table(
     over = phase == OVER
     actor, turn_seat = int(st.actor[i]), int(st.turn_seat[i])
     viewer = actor if viewer is None else int(viewer)
-    reveal = reveal or over
+    reveal = check_flag(reveal, "reveal") or over
     dealer = int(st.dealer[i])
     left = max(int(st.back[i]) - int(st.front[i]) + 1, 0)
     hpg = rules.hands_per_game
@@ -149,7 +150,7 @@ def render_table(
         else:
             lines.append(f"    hand : {count} concealed tiles")
         melds = []
-        for k in np.flatnonzero(st.meld[i, s]):
+        for k in meld_kinds(st, i, s, s == viewer or reveal):
             kind_m = int(st.meld[i, s, k])
             if kind_m == AN_KONG and not (s == viewer or reveal):
                 melds.append("concealed kong (hidden)")

@@ -51,7 +51,8 @@ for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVec
   index, ``"rgb_array"`` tiles every game's picture (SB3's ``VecEnv.render``), and
   ``get_images()`` returns the B pictures: what SB3's ``VecVideoRecorder`` records.
 - ``seed(s)`` (SB3's convention) makes the next ``reset`` deal ``BatchGame(seed=s)``; the
-  constructor's ``seed`` does the same for the first reset. ``get_attr``, ``set_attr`` and
+  constructor's ``seed`` does the same for the first reset. There are no reset options:
+  ``set_options`` with any other than empty ones is a ``ValueError``. ``get_attr``, ``set_attr`` and
   other ``env_method`` calls act on the vector environment itself (all indices share it);
   ``set_attr`` of ``learner_seat``, ``illegal_action``, ``illegal_reward`` or ``opponent`` is
   checked as the constructor checks it.
@@ -194,6 +195,19 @@ class SB3VecEnv(VecEnv):
         """SB3's ``seed``: the next ``reset`` deals ``BatchGame(seed=seed)``."""
         return super().seed(check_seed(seed))
 
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """SB3's ``set_options``: this environment has no reset options (every game is dealt
+        from ``BatchGame(seed=...)``), so only ``None``, ``{}`` or a list of empty dicts is
+        taken; anything else is a ``ValueError``, not options dropped unnoticed at the next
+        ``reset``."""
+        given = options if isinstance(options, list) else [options]
+        if any(o not in (None, {}) for o in given):
+            raise ValueError(
+                f"SB3VecEnv takes no reset options, got {options!r}: to deal given walls, put "
+                "SingleAgentEnvs (reset options 'wall' and 'dealer') in a DummyVecEnv"
+            )
+        self._reset_options()
+
     # ------------------------------------------------------------------ helpers
     def _draw_seats(self, idx: np.ndarray) -> None:
         if self.learner_seat is None:
@@ -287,6 +301,7 @@ class SB3VecEnv(VecEnv):
         else:
             seed = int(self._rng.integers(2**63))
         self._reset_seeds()
+        self._reset_options()
         self._started = False
         self._failure.clear()
         if callable(getattr(self.opponent, "reseed", None)):
