@@ -457,3 +457,34 @@ def test_a_switch_set_twice_is_refused_naming_it():
     for items in (["num_players=3", "num_players=4"], ["num_players=3", " num_players =3"]):
         with pytest.raises(ValueError, match=r"^switch 'num_players' is set twice \('num_"):
             parse_switches(items)
+
+
+def test_numpy_scalars_are_taken_as_the_python_values_they_hold():
+    """A sweep over ``np.arange`` gives numpy integers: they were refused with a message that
+    read like a contradiction ("bad value np.int64(2), allowed an integer 1-1000")."""
+    import numpy as np
+
+    given = Rules.make(
+        "guiyang",
+        num_players=np.int64(3),
+        hands_per_game=np.int32(2),
+        baoting=np.bool_(True),
+        flip_mode=np.str_("up_down"),
+        dou_values=tuple(np.array([1, 2, 3])),
+    )
+    plain = Rules.make(
+        "guiyang",
+        num_players=3,
+        hands_per_game=2,
+        baoting=True,
+        flip_mode="up_down",
+        dou_values=[1, 2, 3],
+    )
+    assert given == plain
+    assert json.dumps(given.to_record()) == json.dumps(plain.to_record())
+    assert [type(v) for v in given.dou_values] == [int, int, int]
+    assert type(given.num_players) is int and type(given.baoting) is bool
+    with pytest.raises(ValueError, match=r"^switch 'hands_per_game': bad value 2\.0, allowed "):
+        Rules.make("guiyang", hands_per_game=np.float64(2.0))
+    with pytest.raises(ValueError, match=r"^switch 'baoting': bad value 1, allowed true or false"):
+        Rules.make("guiyang", baoting=np.int64(1))

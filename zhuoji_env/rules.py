@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 PRESET_NAMES = ("guiyang", "classic", "app")
 
 _CHOICES: dict[str, tuple] = {
@@ -112,6 +114,13 @@ class Rules:
     """The switches that differ from the preset (derived), as written in records."""
 
     def __post_init__(self):
+        for name in SWITCHES:  # numpy's scalars as the Python values a record's JSON holds
+            value = getattr(self, name)
+            if isinstance(value, np.generic):
+                object.__setattr__(self, name, value.item())
+            elif isinstance(value, (list, tuple)):
+                plain = [v.item() if isinstance(v, np.generic) else v for v in value]
+                object.__setattr__(self, name, type(value)(plain))
         if self.preset not in PRESET_NAMES:
             raise ValueError(f"unknown preset {self.preset!r}: allowed {list(PRESET_NAMES)}")
         for name, allowed in _CHOICES.items():
