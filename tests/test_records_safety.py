@@ -388,6 +388,27 @@ def test_nan_and_infinity_are_refused_when_a_record_is_read(tmp_path, capsys, co
     assert not (tmp_path / "nan.html").exists()
 
 
+def test_a_key_given_twice_is_refused_when_a_record_is_read(tmp_path, capsys):
+    """Python's ``json`` keeps the last of two keys, other readers the first: the same file
+    replayed with another dealer (or rules) here than elsewhere, and "result matches"."""
+    text = RON.read_text(encoding="utf-8")
+    dealer = json.loads(text)["dealer"]
+    path = tmp_path / "twice.json"
+    path.write_text(text.replace('"dealer":', f'"dealer": {(dealer + 1) % 4}, "dealer":', 1))
+    with pytest.raises(RecordError, match=r"^not a record: key 'dealer' appears twice in one"):
+        load(path)
+    assert replay_main([str(path)]) == 2
+    assert "key 'dealer' appears twice" in capsys.readouterr().err
+
+
+def test_a_byte_order_mark_is_skipped_when_a_record_is_read(tmp_path):
+    """RFC 8259 lets a reader ignore a leading byte-order mark, as some Windows editors write."""
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + RON.read_bytes())
+    assert load(path) == load(RON)
+    assert replay_main([str(path)]) == 0
+
+
 @pytest.mark.parametrize(
     "field, bad, message",
     [

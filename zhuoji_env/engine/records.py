@@ -331,14 +331,26 @@ def _no_constant(name: str) -> None:
     raise RecordError(f"not valid JSON: {name} is not a JSON number (a record is standard JSON)")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s hook for an object: a key given twice is refused, as readers differ on which
+    of the two counts (Python's ``json`` keeps the last, others the first)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise RecordError(f"not a record: key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 def load(path: str | Path) -> dict[str, Any]:
-    """Read a record file: standard JSON in UTF-8, else ``RecordError`` (``OSError`` when
-    unreadable). ``NaN``/``Infinity`` (which Python's ``json`` would accept but a browser's
-    does not), brackets nested deeper than Python's recursion limit and integers longer than
+    """Read a record file: standard JSON in UTF-8 (a leading byte-order mark is skipped, as RFC
+    8259 allows), else ``RecordError`` (``OSError`` when unreadable). ``NaN``/``Infinity``
+    (which Python's ``json`` would accept but a browser's does not), a key given twice in one
+    object, brackets nested deeper than Python's recursion limit and integers longer than
     Python converts are refused as ``RecordError`` too."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f, parse_constant=_no_constant)
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as err:
         raise RecordError(
             f"not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
