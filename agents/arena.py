@@ -478,8 +478,8 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t confidence interval of independent samples ``x``, at confidence
     ``level`` (strictly between 0 and 1).
 
-    Uses ``scipy.stats.t`` when installed, else the normal quantile (close for many samples).
-    Fewer than two samples give a NaN interval.
+    Student's t quantile (``scipy.stats.t``, a dependency: the normal quantile in its place
+    made 3 deals' interval 2.2 times too narrow). Fewer than two samples give a NaN interval.
     """
     if not is_real(level) or not 0 < level < 1:
         raise ValueError(
@@ -490,14 +490,9 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     if x.size < 2:
         return m, math.nan, math.nan
     se = float(x.std(ddof=1)) / math.sqrt(x.size)
-    try:
-        from scipy.stats import t as student_t
+    from scipy.stats import t as student_t  # imported here: a second to load, and rarely needed
 
-        q = float(student_t.ppf(0.5 + level / 2, x.size - 1))
-    except ImportError:  # pragma: no cover - scipy is a dev dependency
-        from statistics import NormalDist
-
-        q = NormalDist().inv_cdf(0.5 + level / 2)
+    q = float(student_t.ppf(0.5 + level / 2, x.size - 1))
     return m, m - q * se, m + q * se
 
 

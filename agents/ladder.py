@@ -65,7 +65,7 @@ from agents.arena import (
     unwritable,
 )
 from agents.base import DEVICES
-from agents.registry import SHIPPED_POLICIES, on_devices, split_specs
+from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_specs
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
@@ -448,7 +448,9 @@ def play_pairs(
 ) -> list[PairResult]:
     """Every pair's arena (or its reused result), in the order of the agents; with ``versus``
     (a list of specs among ``specs``), a pair that is not reused is played only if one of its
-    agents is among them. ``specs``: strings; ``labels``: one distinct string per spec."""
+    agents is among them. ``specs``: strings; ``labels``: one distinct string per spec. Every
+    agent of a pair to be played is built before the first is played, so that a bad spec is
+    an error before any game, not after the pairs that came before its own."""
     specs = check_agents(specs, "specs")
     for i, spec in enumerate(specs):
         if not isinstance(spec, str):
@@ -456,6 +458,15 @@ def play_pairs(
     labels = check_labels(labels, len(specs))
     if versus is not None:
         check_versus(check_agents(versus, "versus"), specs)
+    played = {
+        k
+        for i, j in itertools.combinations(range(len(specs)), 2)
+        if (reuse or {}).get((specs[i], specs[j])) is None
+        and (versus is None or specs[i] in versus or specs[j] in versus)
+        for k in (i, j)
+    }
+    for k in sorted(played):  # a bad spec fails here, not after the pairs before its first
+        make_agent(specs[k], seed=0, rules=rules)
     out = []
     for i, j in itertools.combinations(range(len(specs)), 2):
         key = (specs[i], specs[j])

@@ -55,7 +55,7 @@ def parse_command(text: str, legal: np.ndarray) -> tuple[int | None, str]:
     if not words:
         return None, "enter an action (a tile code such as 5m, an action name, or its number)"
     legal_text = ", ".join(A.describe(a) for a in np.flatnonzero(legal))
-    if words[0].isdigit() and len(words) == 1:
+    if words[0].isascii() and words[0].isdigit() and len(words) == 1:
         a = int(words[0])
         if not 0 <= a < A.NUM_ACTIONS:
             return None, f"no action number {a}; legal: {legal_text}"

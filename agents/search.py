@@ -505,12 +505,16 @@ class SearchAgent(Agent):
 
 def parse_spec(arg: str) -> tuple[str, dict]:
     """``BASE[:OPTION=VALUE]...`` -> ``(BASE, options)``, the options peeled off
-    the end; a trailing option name without ``=VALUE`` is refused."""
+    the end; a trailing option name without ``=VALUE`` is refused. A part whose name is no
+    identifier or whose value holds a ``/`` or ``\\`` is a path, part of BASE
+    (``search:ppo:lr=3e-4/latest.pt``)."""
     opts: dict = {}
     base = arg
     while base:
         head, _, last = base.rpartition(":")
         name, eq, value = last.partition("=")
+        if eq and (not name.isidentifier() or "/" in value or "\\" in value):
+            break
         if not eq:
             if head and name in DEFAULTS:
                 hint = "X (a number)" if name in _REAL else "N"
@@ -521,7 +525,8 @@ def parse_spec(arg: str) -> tuple[str, dict]:
         if name not in DEFAULTS:
             raise ValueError(
                 f"search:{arg}: unknown option {name!r}; the options are k=, c=, unsure=, z=, "
-                "leaf=, mean=, confirm=, race= and improve="
+                "leaf=, mean=, confirm=, race= and improve= (a checkpoint named NAME=VALUE goes "
+                "with its folder: ./NAME=VALUE)"
             )
         if name in opts:
             raise ValueError(f"search:{arg}: option {name}= given more than once")

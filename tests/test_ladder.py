@@ -276,6 +276,9 @@ def test_a_malformed_chunk_or_machine_is_refused(key, value):
         (["--agents", "random,rule", "--workers", "0"], "--workers must be >= 1, got 0"),
         (["--agents", "random,rule", "--set", "baoting=true", "--set", "baoting=false"],
          "switch 'baoting' is set twice ('baoting=true', then 'baoting=false')"),
+        # the last agent's spec used to be built only when its first pair came up
+        (["--agents", "random,greedy,ppo:/nonexist.pt"], "no checkpoint file at '/nonexist.pt'"),
+        (["--agents", "random,greedy,search:rule:kk=3"], "unknown option 'kk'"),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_before_any_pair_is_played(monkeypatch, capsys, argv, message):

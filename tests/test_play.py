@@ -38,6 +38,8 @@ def test_parse_command():
         ("discard 0z", "bad tile code"),
         ("hu 5m", "takes no tile"),
         ("a b c", "too many"),
+        ("²", "unknown action"),  # a digit to str.isdigit, not to int(): it raised
+        ("²m", "bad tile code"),
     ]:
         a, msg = parse_command(bad, legal)
         assert a is None and why in msg, (bad, msg)

@@ -179,6 +179,11 @@ def test_choice_needs_a_margin_of_z_standard_errors():
         ("ppo-guiyang:race=64", ("ppo-guiyang", {"race": 64})),
         ("ppo-guiyang:leaf=3:mean=2", ("ppo-guiyang", {"leaf": 3, "mean": 2})),
         ("ppo-guiyang:improve=1", ("ppo-guiyang", {"improve": 1.0})),
+        # a run folder named NAME=VALUE is part of the path, not an option
+        ("ppo:lr=3e-4/latest.pt", ("ppo:lr=3e-4/latest.pt", {})),
+        ("ppo:lr=3e-4/latest.pt:k=2", ("ppo:lr=3e-4/latest.pt", {"k": 2})),
+        ("ppo:runs/k=8.pt:c=2", ("ppo:runs/k=8.pt", {"c": 2})),
+        ("ppo:C:\\lr=3\\a.pt:k=2", ("ppo:C:\\lr=3\\a.pt", {"k": 2})),
     ],
 )
 def test_spec_options(spec, want):
@@ -197,6 +202,7 @@ def test_spec_options(spec, want):
         ("search:rule:z=-1", r"\[0, 10\]"),
         ("search:rule:z=x", "not a number"),
         ("search:rule:foo=1", "unknown option 'foo'"),
+        ("search:ppo:lr=3e-4.pt", r"unknown option 'lr'.* goes with its folder: \./NAME=VALUE"),
         ("search:rule:k=2:k=3", "more than once"),
         ("search:ppo-guiyang:leaf=65", "out of range 0-64"),
         ("search:ppo-guiyang:leaf=x", "leaf='x' is not an integer"),

@@ -116,7 +116,7 @@ class Args:
     batch_size: int = 1024
     """decisions per step of the fit"""
     held_out: float = 0.1
-    """share of the decisions (the last collected) held out of the fit and measured"""
+    """share of the decisions (those of the last tables) held out of the fit and measured"""
     seed: int = 1
     """seed of the deals, the search and the fit"""
     out_dir: str = "runs/distill"
