@@ -106,7 +106,17 @@ _MATCH_COLS = np.concatenate(
     [np.arange(SLICES[b].start, SLICES[b].stop) for b in ("scores", "hand_no")]
 )
 """Observation columns of the match (scores, hand number): rollouts copy them from the real
-observation, as the engine state does not hold them."""
+observation, as the engine state does not hold them (:func:`match_columns`)."""
+
+
+def match_columns(match: np.ndarray, seat: np.ndarray, actor: np.ndarray, n: int) -> np.ndarray:
+    """``match`` (``[B, m]``, columns :data:`_MATCH_COLS` of ``seat``'s observations) as seen by
+    ``actor``: an observation lists the scores from its observer on (slot j is the seat j
+    after it), so the searching seat's are turned by the seats between it and the actor."""
+    out = match.copy()
+    turn = (np.arange(n)[None] + (actor - seat)[:, None]) % n
+    out[:, :n] = np.take_along_axis(match[:, :n], turn, 1)
+    return out
 
 
 def rollout_probs(agent: Agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -200,8 +210,9 @@ def rollout(
     ``mean=M`` (at most ``leaf``) the score is the mean of BASE's values at the seat's last M
     decisions up to the N-th, the settlement standing in for those the hand ended before.
 
-    ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS`, copied
-    into every observation the rollout encodes. Games with the same ``pair``
+    ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS` as
+    ``seat`` sees them, copied into every observation the rollout encodes (turned to its
+    observer, :func:`match_columns`). Games with the same ``pair``
     id draw the same uniform number at each step (common random numbers across candidates).
     """
     if not 1 <= mean <= max(leaf, 1):
@@ -224,7 +235,7 @@ def rollout(
         g = live[ask]
         if g.size:
             obs = encode(st, g, st.actor[g])
-            obs[:, _MATCH_COLS] = match[g]
+            obs[:, _MATCH_COLS] = match_columns(match[g], seat[g], st.actor[g], st.num_players)
             probs, v = rollout_policy(base, obs, mask[ask])  # one call of BASE per step
             if leaf:
                 own = st.actor[g] == seat[g]
@@ -362,6 +373,11 @@ class SearchAgent(Agent):
         decisions whose action came from rollouts, which expert iteration learns from,
         :mod:`training.distill_search`) and BASE's favourite at each (int ``[R]``, the
         candidate the search played unless another beat it)."""
+        if not isinstance(view, belief.PublicView):
+            raise TypeError(
+                f"act_view takes the games' PublicView (belief.public_view(state, games)), got "
+                f"{type(view).__name__}"
+            )
         obs = np.asarray(obs, dtype=np.float32)
         mask = as_mask(mask)
         if obs.ndim != 2 or mask.ndim != 2 or view.batch_size != obs.shape[0]:

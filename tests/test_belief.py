@@ -402,6 +402,20 @@ def test_bad_input_is_refused():
         belief.sample(rules, broken, 1, 0)
 
 
+def test_a_view_of_no_games_and_a_fraction_improve():
+    """``public_view(st, [])`` is a view: sampling it crashed inside numpy; a ``Fraction`` passed
+    the improve check and crashed in the exchanges, after the shuffle."""
+    from fractions import Fraction
+
+    rules, st, _ = small_position()
+    empty = belief.sample(rules, belief.public_view(st, []), 3, 0)
+    assert empty.batch_size == 0 and empty.hand.shape[1:] == st.hand.shape[1:]
+    view = belief.public_view(st)
+    a = belief.sample(rules, view, 4, 7, improve=Fraction(1, 2))
+    b = belief.sample(rules, view, 4, 7, improve=0.5)
+    assert (a.hand == b.hand).all() and (a.wall == b.wall).all()
+
+
 def baoting_views() -> tuple[BatchGame, np.ndarray]:
     """An app batch and the games whose actor may declare 报听 (action 85) now."""
     game, rng = BatchGame("app", 64, seed=1), np.random.default_rng(0)

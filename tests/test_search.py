@@ -278,6 +278,31 @@ def test_act_without_a_view_is_refused():
     other = position("1m1m1m2m2m2m3m3m3m4s4s6p7p7p", *GOOD)[1]
     with pytest.raises(ValueError, match="masks differ"):
         agent.act_view(obs, st.mask, belief.public_view(other))
+    for wrong, name in ((st, "State"), (None, "NoneType")):  # a bare AttributeError before
+        with pytest.raises(
+            TypeError, match=rf"^act_view takes the games' PublicView .* got {name}"
+        ):
+            agent.act_view(obs, st.mask, wrong)
+
+
+def test_an_environment_refuses_a_search_opponent_of_other_rules():
+    """Made without rules, a search agent rolled out under guiyang's in a classic or app
+    environment: every payment of its rollouts wrong, and nothing said."""
+    from zhuoji_env.envs import RandomPolicy
+    from zhuoji_env.envs.sb3 import SB3VecEnv
+    from zhuoji_env.envs.single import SingleAgentEnv
+
+    msg = r"holds other rules than this environment's: its \{'preset': 'guiyang'"
+    with pytest.raises(ValueError, match="^opponents " + msg):
+        SingleAgentEnv(rules="classic", opponents=make_agent("search:rule:k=2:c=2"))
+    with pytest.raises(ValueError, match=r"^opponents\[1\] " + msg):
+        SingleAgentEnv(rules="app", opponents=[RandomPolicy(), make_agent("rule"), RandomPolicy()])
+    with pytest.raises(ValueError, match="^opponent " + msg):
+        SB3VecEnv(2, "classic", opponent=make_agent("search:random:k=2"))
+    env = SB3VecEnv(2, "app", opponent=make_agent("search:random:k=2", rules="app"))
+    with pytest.raises(ValueError, match="^opponent " + msg):
+        env.opponent = make_agent("rule")  # replaced between rollouts: checked the same way
+    SingleAgentEnv(rules="classic", opponents=make_agent("search:rule:k=2", rules="classic"))
 
 
 def test_arena_smoke(capsys):
@@ -580,3 +605,42 @@ def test_confirm_replays_an_overruling_on_fresh_deals(monkeypatch, again, want):
     assert act == (cands[0][0, 1] if want else fav) and fav == cands[0][0, 0]
     agent.confirm = 0
     assert _scripted(monkeypatch, agent, scores_of)[2] == [(4, 3)]
+
+
+class _Recorder(Agent):
+    """Plays its first legal action and keeps every observation it was shown."""
+
+    name = "recorder"
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def _act(self, obs, mask):
+        self.seen.append(obs.copy())
+        return mask.argmax(1)
+
+
+@pytest.mark.parametrize("num_players", [4, 3])
+def test_rollout_observations_carry_each_observers_own_match_scores(num_players):
+    """Observations list match scores from their observer on; rollouts showed every seat the
+    searching seat's, so another seat saw the searcher's score as its own."""
+    from zhuoji_env.observation import SLICES
+
+    game = BatchGame("guiyang", 1, seed=3, hands_per_game=2, num_players=num_players)
+    game.scores[0] = [7, -5, 2, -4][:num_players]  # as if after a first hand: every seat's own
+    rng = np.random.default_rng(3)
+    st = game.state
+    while st.mask[0].sum() < 2:
+        game.step(game.random_actions(rng))
+    seat, n = int(st.actor[0]), num_players
+    obs = encode(st, [0], [seat], game.scores, game.hand_no, 2)
+    base = _Recorder()
+    agent = SearchAgent(base, rules=game.rules, k=2, c=2, unsure=None, improve=0.0, seed=0)
+    agent.act_view(obs, st.mask, belief.public_view(st))
+    seen = np.concatenate(base.seen[1:])  # the first call is the decision itself
+    observer = (int(st.dealer[0]) - seen[:, SLICES["dealer"]].argmax(1)) % n
+    want = np.stack([np.roll(game.scores[0], -int(w)) for w in observer]) / 100
+    assert (observer != seat).sum() > 10
+    np.testing.assert_allclose(seen[:, SLICES["scores"]][:, :n], want)
+    assert (seen[:, SLICES["scores"]][:, n:] == 0).all()

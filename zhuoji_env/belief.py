@@ -176,12 +176,14 @@ def sample(
             f"the view is of {view.state.num_players}-player games, the rules of "
             f"{rules.num_players}"
         )
-    k = int(k)
+    k, improve = int(k), float(improve)
     b, n = view.batch_size, rules.num_players
     check_memory(f"k={k} samples of {b} games", sample_memory(b * k, n))
     rng = as_generator(rng)
     rep = np.repeat(np.arange(b), k)
     st = view.state.take(rep)
+    if not b:
+        return st  # a view of no games: no samples
     r = rep.size
     rows = np.arange(r)
     seat = view.seat[rep].astype(np.int64)

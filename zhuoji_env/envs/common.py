@@ -378,10 +378,11 @@ def warn_illegal(env, message: str) -> None:
 
 
 # --------------------------------------------------------------------------- opponents
-def check_opponent(policy, name: str = "opponent") -> None:
+def check_opponent(policy, name: str = "opponent", rules: Rules | None = None) -> None:
     """An opponent must have ``act(obs, mask)``; a string (an agent's name) is refused, since
     the environments do not import the agents, and so is a class (its ``act`` would be met
-    unbound at the first reset)."""
+    unbound at the first reset). One that holds ``rules`` (``rule``'s hand values, a search
+    agent's rollouts) must hold the environment's ``rules``: it would play by others unseen."""
     if isinstance(policy, type):
         raise TypeError(
             f"{name} must be a policy object, got the class {policy.__name__}: pass an instance, "
@@ -396,6 +397,13 @@ def check_opponent(policy, name: str = "opponent") -> None:
         raise TypeError(
             f"{name} must have a batched act(obs [k, {OBS_SIZE}], mask [k, {A.NUM_ACTIONS}]) -> "
             f"[k] actions (e.g. an agent of agents.make_agent), got {policy!r}"
+        )
+    own = getattr(policy, "rules", None)
+    if rules is not None and isinstance(own, Rules) and own != rules:
+        raise ValueError(
+            f"{name} holds other rules than this environment's: its {own.to_record()}, the "
+            f"environment's {rules.to_record()}; make it with those, e.g. "
+            "agents.make_agent(spec, rules=env.rules)"
         )
 
 

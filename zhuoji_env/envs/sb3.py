@@ -11,10 +11,11 @@ the other seats are played by ``opponent``, evaluated once per round for all gam
 an opponent: an object with the agents' batched ``act(obs, mask)`` (``obs`` float32
 ``[k, OBS_SIZE]``, each opponent seat's own view, ``None`` when the policy has
 ``needs_observation = False``; ``mask`` bool ``[k, 86]``; it returns ``k`` integer actions), for
-example ``agents.make_agent("rule")``; a name is refused at construction (the environments do
-not import the agents). The default is uniformly random legal play
-(:class:`~zhuoji_env.envs.RandomPolicy`) seeded from the environment's seed. An opponent's
-answer that is not ``k`` integers 0-85 is a ``TypeError``/``ValueError``, an illegal one an
+example ``agents.make_agent("rule")``; a name or a class is refused at construction (the
+environments do not import the agents), and so is a policy whose ``rules`` are not the environment's
+(``rule`` or ``search:BASE`` made for another preset). The default is uniformly random legal play
+(:class:`~zhuoji_env.envs.RandomPolicy`) seeded from the environment's seed. An opponent's answer
+that is not ``k`` integers 0-85 is a ``TypeError``/``ValueError``, an illegal one an
 :class:`~zhuoji_env.IllegalActionError`.
 
 Why this design: with a single shared policy acting for whichever seat is to act, a per-env
@@ -159,7 +160,7 @@ class SB3VecEnv(VecEnv):
 
     @opponent.setter
     def opponent(self, policy) -> None:
-        check_opponent(policy, "opponent")
+        check_opponent(policy, "opponent", self.rules)
         self._opponent = policy
 
     @property

@@ -21,11 +21,13 @@ Construction
       the seat ``j`` places after the learner (下家 first). A policy is what ``agents`` provides:
       an object with a batched ``act(obs, mask)`` (``obs`` float32 ``[k, OBS_SIZE]`` of its own
       seat, ``mask`` bool ``[k, 86]``, returning ``k`` actions; here ``k = 1``), for example
-      ``agents.make_agent("rule")`` (a name is refused: the environments do not import the
-      agents). A policy with ``needs_observation = False`` gets ``obs=None`` (encoding is
-      skipped). At every ``reset`` a policy with a ``reseed(seed)`` method is reseeded from the
-      environment's generator. An opponent's answer must be one integer action (a ``TypeError``
-      or ``ValueError`` otherwise) and legal (:class:`~zhuoji_env.IllegalActionError` otherwise).
+      ``agents.make_agent("rule", rules=...)`` (a name or a class is refused: the environments do
+      not import the agents; a policy whose ``rules`` are not the environment's, such as ``rule`` or
+      ``search:BASE`` made for another preset, is a ``ValueError``). A policy with
+      ``needs_observation = False`` gets ``obs=None`` (encoding is skipped). At every ``reset`` a
+      policy with a ``reseed(seed)`` method is reseeded from the environment's generator. An
+      opponent's answer must be one integer action (a ``TypeError`` or ``ValueError`` otherwise) and
+      legal (:class:`~zhuoji_env.IllegalActionError` otherwise).
       An opponent that fails (any error of its own, or such an answer) leaves the game with an
       opponent to act: its error propagates from ``step`` (or ``reset``), and every later
       ``step`` raises ``RuntimeError`` until ``reset``.
@@ -150,7 +152,7 @@ class SingleAgentEnv(gymnasium.Env):
         check_seat("learner_seat", learner_seat, n)
         check_options(render_mode, self.metadata["render_modes"], illegal_action, tile_style)
         self.learner_seat = None if learner_seat is None else int(learner_seat)
-        self.opponents = self._opponent_list(opponents, n)
+        self.opponents = self._opponent_list(opponents, n, self.rules)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_reward = illegal_penalty(self.rules, illegal_reward)
@@ -168,7 +170,7 @@ class SingleAgentEnv(gymnasium.Env):
         self._failure = OpponentFailure()
 
     @staticmethod
-    def _opponent_list(opponents, n: int) -> list:
+    def _opponent_list(opponents, n: int, rules: Rules) -> list:
         if opponents is None:
             return [RandomPolicy() for _ in range(n - 1)]
         if isinstance(opponents, Sequence) and not isinstance(opponents, str):
@@ -178,9 +180,9 @@ class SingleAgentEnv(gymnasium.Env):
                     f"other seat), got a sequence of {len(opponents)}"
                 )
             for j, p in enumerate(opponents):
-                check_opponent(p, f"opponents[{j}]")
+                check_opponent(p, f"opponents[{j}]", rules)
             return list(opponents)
-        check_opponent(opponents, "opponents")
+        check_opponent(opponents, "opponents", rules)
         return [opponents] * (n - 1)
 
     # ------------------------------------------------------------------ reset
