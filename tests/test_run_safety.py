@@ -35,6 +35,7 @@ from agents.ppo import PolicyNet, load_checkpoint, save_checkpoint
 from training import curve, ppo_selfplay, sb3_maskable, ship_policy
 from training.cli import FlagError
 from training.learner import Batch, ppo_update
+from zhuoji_env import fileio
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -307,8 +308,8 @@ def test_a_run_killed_while_writing_leaves_each_file_old_or_new(tmp_path, target
     first = (run / "update_1.pt").read_bytes()
     load_checkpoint(run / "update_1.pt")
     latest = (run / "latest.pt").read_bytes()
-    if target == "checkpoint":  # the second checkpoint was being written: absent, latest old
-        assert not (run / "update_2.pt").exists() and latest == first
+    if target != "latest":  # the second checkpoint was being written, or its row before it:
+        assert not (run / "update_2.pt").exists() and latest == first  # absent, latest old
     else:
         second = (run / "update_2.pt").read_bytes()
         assert latest in (first, second)  # whole: the old copy or the new one
@@ -321,8 +322,6 @@ def test_a_folder_is_swapped_whole_and_a_log_appended_whole(tmp_path, monkeypatc
     """``write_dir_atomic`` (RLlib's checkpoint folder) and ``append_text_atomic`` (metrics)
     under faults: a write that raises leaves the old content; a swap stopped between its two
     renames leaves no folder, and ``recover_dir`` puts the old one back."""
-    from zhuoji_env import fileio
-
     folder = tmp_path / "checkpoint"
     fileio.write_dir_atomic(folder, lambda tmp: (tmp / "state").write_text("old"))
 
@@ -851,7 +850,8 @@ def test_sb3_maskable_killed_while_replacing_model_zip_leaves_the_old_one(tmp_pa
     proc = killed_run(mode, "model.zip", 1, "training.sb3_maskable", argv)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     assert (out / "model.zip").read_bytes() == b"an earlier run's model"
-    (left,) = [p for p in out.iterdir() if p.name != "model.zip"]  # the hidden new one
+    kept = ("model.zip", fileio.LOCK_NAME)  # the lock a killed run leaves, unlocked
+    (left,) = [p for p in out.iterdir() if p.name not in kept]  # the hidden new one
     assert left.name.startswith(".model.zip.") and left.read_bytes()[:2] == b"PK"
 
 
@@ -985,8 +985,8 @@ def test_a_run_says_what_it_trains_and_writes_no_nan_in_metrics(tmp_path, capsys
     resume = [*TINY, "--resume", str(run / "latest.pt"), "--out-dir", str(run)]
     assert ppo_selfplay.main([*resume, "--total-decisions", "96"]) == 2
     err = capsys.readouterr().err
-    assert "--total-decisions 96: the run ends at update 3" in err
-    assert "is update 3 already: pass at least 128 to train one more update" in err
+    assert "--total-decisions 96: the decisions of the whole run" in err
+    assert "has trained 96 already (update 3); pass at least 128 to train one more update" in err
     assert ppo_selfplay.main([*resume, "--total-decisions", "128"]) == 0
     assert "training 32 decisions: 1 update of 4 games x 8 steps" in capsys.readouterr().out
 
@@ -1034,3 +1034,143 @@ def test_more_processes_than_cores_warn_and_the_start_is_announced(tmp_path, cap
     with pytest.raises(_Met):
         ppo_selfplay.main(argv)
     assert capsys.readouterr().err == ""  # one process per core: no warning
+
+
+# --- ppo_selfplay --resume: what the flags say, the run does ---------------------------------
+
+
+def _rows(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_resume_without_annealing_trains_at_the_lr_given(tmp_path):
+    """The optimizer's state brought back the learning rate it stopped at (7.5e-05 after an
+    annealed run of four updates), and nothing but the annealing ever set it again."""
+    run = tmp_path / "run"
+    argv = [*TINY, "--out-dir", str(run)]
+    assert ppo_selfplay.main([*argv, "--total-decisions", "128"]) == 0
+    assert _rows(run)[-1]["train"]["train/lr"] < 1e-4  # annealed towards 0
+    resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "192", "--no-anneal-lr"]
+    assert ppo_selfplay.main([*argv, *resume, "--lr", "1e-3"]) == 0
+    assert [r["train"]["train/lr"] for r in _rows(run)[4:]] == [1e-3, 1e-3]
+
+
+def test_a_resume_keeps_its_checkpoints_rules_and_reward_scale(tmp_path, capsys):
+    """Without --rules a resumed classic run went on under guiyang, and at the default reward
+    scale, ten times the one its value head had learnt, without a word."""
+    run = tmp_path / "run"
+    argv = [*TINY, "--out-dir", str(run)]
+    classic = ["--rules", "classic", "--reward-scale", "0.01"]
+    assert ppo_selfplay.main([*argv, *classic, "--total-decisions", "32"]) == 0
+    resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "64"]
+    capsys.readouterr()
+    assert ppo_selfplay.main([*argv, *resume]) == 2
+    err = capsys.readouterr().err
+    assert "--reward-scale 0.1: --resume " in err and "pass --reward-scale 0.01" in err
+    assert ppo_selfplay.main([*argv, *resume, "--reward-scale", "0.01"]) == 0
+    ckpt = load_checkpoint(run / "latest.pt")[1]
+    assert ckpt["rules"] == {"preset": "classic", "overrides": {}}
+    assert [s["preset"] for s in ckpt["stages"]] == ["classic", "classic"]
+    moved = ["--rules", "app", "--resume", str(run / "latest.pt"), "--total-decisions", "96"]
+    assert ppo_selfplay.main([*argv, *moved, "--reward-scale", "0.01"]) == 0  # given: moved
+    assert load_checkpoint(run / "latest.pt")[1]["rules"]["preset"] == "app"
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused(tmp_path, capsys):
+    """Two runs started together on one --out-dir both went ahead: their checkpoints
+    overwrote each other's and metrics.jsonl lost a row."""
+    run = tmp_path / "run"
+    with fileio.lock_dir(run):  # as a run that is training there holds it
+        assert ppo_selfplay.main([*TINY, "--total-decisions", "32", "--out-dir", str(run)]) == 2
+        assert "is being written by another run" in capsys.readouterr().err
+        assert sorted(p.name for p in run.iterdir()) == [fileio.LOCK_NAME]
+    assert ppo_selfplay.main([*TINY, "--total-decisions", "32", "--out-dir", str(run)]) == 0
+    assert not (run / fileio.LOCK_NAME).exists()  # the finished run let it go
+    with fileio.lock_dir(run):
+        with pytest.raises(fileio.FolderBusy, match="being written by another run"):
+            fileio.lock_dir(run)
+
+
+def test_a_run_stopped_between_its_row_and_its_checkpoint_logs_the_update_again(
+    tmp_path, monkeypatch
+):
+    """The checkpoint was saved before the evaluation and the row: a run stopped between them
+    (minutes, with --eval-opponents) left update_2.pt without its row, for good."""
+    run = tmp_path / "run"
+    argv = [*TINY, "--out-dir", str(run)]
+    saved = ppo_selfplay.save_checkpoint
+
+    def stop_at_update_2(path, net, **extra):
+        if extra["update"] == 2:
+            raise KeyboardInterrupt
+        return saved(path, net, **extra)
+
+    monkeypatch.setattr(ppo_selfplay, "save_checkpoint", stop_at_update_2)
+    with pytest.raises(KeyboardInterrupt):
+        ppo_selfplay.main([*argv, "--total-decisions", "96"])
+    assert [r["update"] for r in _rows(run)] == [1, 2]  # the row came first
+    assert load_checkpoint(run / "latest.pt")[1]["update"] == 1
+    monkeypatch.setattr(ppo_selfplay, "save_checkpoint", saved)
+    resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "96"]
+    assert ppo_selfplay.main([*argv, *resume]) == 0
+    assert [r["update"] for r in _rows(run)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("tool", ["ship_policy", "curve"])
+def test_a_negative_arena_seed_is_a_usage_error(tmp_path, capsys, tool):
+    """It reached the arena and ended in its ValueError's traceback."""
+    argv = {
+        "ship_policy": ["--checkpoint", str(tmp_path / "x.pt"), "--name", "ppo-app"],
+        "curve": [str(tmp_path)],
+    }[tool]
+    main = {"ship_policy": ship_policy.main, "curve": curve.main}[tool]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--seed", "-1"])
+    assert exit_.value.code == 2
+    assert "--seed must be >= 0 (an arena seed), got -1" in capsys.readouterr().err
+
+
+def test_a_resume_whose_optimizer_state_is_another_networks_is_refused_before_any_work(
+    tmp_path, capsys
+):
+    """torch takes any Adam state and fails at the first update, after --force had deleted
+    the run in --out-dir."""
+    run, other = tmp_path / "run", tmp_path / "other"
+    for folder in (run, other):
+        assert ppo_selfplay.main([*TINY, "--total-decisions", "32", "--out-dir", str(folder)]) == 0
+    net, ckpt = load_checkpoint(run / "latest.pt")
+    extra = {
+        k: v for k, v in ckpt.items() if k not in ("model", "hidden", "obs_size", "obs_version")
+    }
+    for change, said in [
+        (lambda o: o["state"][0].update(exp_avg=torch.zeros(3, 3)), "parameter 0: shape (3, 3)"),
+        (lambda o: o["param_groups"][0]["params"].pop(), "the state of 7 parameters"),
+        (lambda o: o.pop("param_groups"), "is not Adam's state"),
+    ]:
+        grafted = tmp_path / "grafted.pt"
+        state = copy.deepcopy(extra)
+        change(state["optimizer"])
+        save_checkpoint(grafted, net, **state)
+        resume = ["--resume", str(grafted), "--total-decisions", "64", "--force"]
+        before = sorted(p.name for p in other.iterdir())
+        assert ppo_selfplay.main([*TINY, *resume, "--out-dir", str(other)]) == 2
+        assert said in capsys.readouterr().err
+        assert sorted(p.name for p in other.iterdir()) == before  # nothing deleted
+
+
+def test_total_decisions_counts_decisions_when_a_resume_changes_the_update_size(tmp_path):
+    """It counted updates: a run of 3 updates of 32 decisions resumed with updates of 16 and
+    --total-decisions 128 trained to 176; with updates of 64 and 192 it was refused as done."""
+    run = tmp_path / "run"
+    argv = [*TINY, "--out-dir", str(run)]
+    assert ppo_selfplay.main([*argv, "--total-decisions", "96"]) == 0  # 3 updates of 4 x 8
+    small = ["--resume", str(run / "latest.pt"), "--num-envs", "2", "--total-decisions", "128"]
+    assert ppo_selfplay.main([*argv, *small]) == 0  # 2 updates of 2 x 8
+    assert load_checkpoint(run / "latest.pt")[1]["decisions"] == 128
+    large = ["--resume", str(run / "latest.pt"), "--num-envs", "8", "--total-decisions", "192"]
+    assert ppo_selfplay.main([*argv, *large]) == 0  # 1 update of 8 x 8
+    assert load_checkpoint(run / "latest.pt")[1]["decisions"] == 192
+    with pytest.raises(FlagError, match="has trained 192 already .*pass at least 256"):
+        ppo_selfplay.check_args(
+            ppo_selfplay.parse_args(ppo_selfplay.Args, [*argv, *large[:-1], "200"])
+        )

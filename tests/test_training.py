@@ -413,10 +413,10 @@ PPO_BAD_FLAGS = [
     (["--num-steps", "0"], "--num-steps 0: must be an integer >= 1"),
     (["--num-minibatches", "0"], "--num-minibatches 0: must be an integer >= 1"),
     (["--num-envs", "2", "--num-steps", "2", "--num-minibatches", "5"], "at most --num-envs"),
-    (["--torch-threads", "0"], "--torch-threads 0: must be an integer >= 1"),
+    (["--torch-threads", "0"], "--torch-threads 0: must be an integer 1-256"),
     (["--gamma", "1.5"], "--gamma 1.5: must be a number in \\[0, 1\\]"),
     (["--lr", "nan"], "--lr nan: must be a finite number > 0"),
-    (["--seed", "-3"], "--seed -3: must be an integer >= 0"),
+    (["--seed", "-3"], "--seed -3: must be an integer 0 to 2"),
     (["--rules", "nosuch"], "--rules 'nosuch': unknown preset 'nosuch'"),
     (["--rules", '{"preset": "guiyang",'], "--rules .*not valid JSON"),
     (["--rules", '{"preset": "guiyang", "overrides": {"nosuch": 1}}'], "unknown switch"),
@@ -454,6 +454,10 @@ PPO_BAD_FLAGS = [
     (["--bf16", "yes"], "--bf16 'yes': must be one of auto, on, off"),
     (["--oracle-draws", "4"], "--oracle-draws 4: shows the wall's order .*needs --oracle-critic"),
     (["--oracle-critic", "--oracle-draws", "-1"], "--oracle-draws -1: must be an integer >= 0"),
+    # a traceback deep in numpy or torch, or (100,000 threads) a segfault
+    (["--seed", str(2**70)], "--seed 1180591620717411303424: must be an integer 0 to 2"),
+    (["--seed", str(2**32)], "--seed 4294967296: must be an integer 0 to 2\\*\\*32 - 1"),
+    (["--torch-threads", "100000"], "--torch-threads 100000: must be an integer 1-256"),
 ]
 NO_CUDA = [(["--device", "cuda"], "--device 'cuda': device 'cuda': torch sees no CUDA device")]
 if not torch.cuda.is_available():
@@ -490,7 +494,7 @@ SB3_BAD_FLAGS = [
     (["--n-envs", "0"], "--n-envs 0: must be an integer >= 1"),
     (["--batch-size", "1"], "--batch-size 1: must be an integer >= 2"),
     (["--total-timesteps", "-5"], "--total-timesteps -5: must be an integer >= 1"),
-    (["--torch-threads", "0"], "--torch-threads 0: must be an integer >= 1"),
+    (["--torch-threads", "0"], "--torch-threads 0: must be an integer 1-256"),
     (["--opponent", "nosuch"], "--opponent 'nosuch': unknown agent spec"),
     (["--rules", "{"], "--rules '{': not valid JSON"),
     (["--eval-opponents", "rule,x"], "--eval-opponents 'rule,x': unknown agent spec 'x'"),
@@ -508,6 +512,7 @@ SB3_BAD_FLAGS = [
         ["--total-timesteps", "5", "--n-envs", "2", "--n-steps", "3", "--batch-size", "2"],
         "--total-timesteps 5: below one rollout \\(the rollout of --n-envs 2 x --n-steps 3 = 6",
     ),
+    (["--seed", str(2**32)], "--seed 4294967296: must be an integer 0 to 2"),  # numpy's traceback
 ]
 if not torch.cuda.is_available():
     SB3_BAD_FLAGS += NO_CUDA
@@ -976,8 +981,8 @@ def test_args_of_their_types_pass_as_before(tmp_path):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"seed": True}, "--seed True: must be an integer >= 0"),
-        ({"seed": np.int64(1)}, re.escape(f"--seed {np.int64(1)!r}: must be an integer >= 0")),
+        ({"seed": True}, "--seed True: must be an integer 0 to 2"),
+        ({"seed": np.int64(1)}, re.escape(f"--seed {np.int64(1)!r}: must be an integer 0 to 2")),
         ({"lr": float("inf")}, "--lr inf: must be a finite number > 0"),
         ({"lr": True}, "--lr True: must be a finite number > 0"),
     ],

@@ -137,6 +137,11 @@ def _is_finite(v) -> bool:
 
 INT_POSITIVE = (lambda v: is_plain_int(v) and v >= 1, "an integer >= 1")
 INT_NON_NEGATIVE = (lambda v: is_plain_int(v) and v >= 0, "an integer >= 0")
+SEED = (lambda v: is_plain_int(v) and 0 <= v < 2**32, "an integer 0 to 2**32 - 1")
+"""A trainer's seed: numpy's legacy seeding (SB3's) takes at most 32 bits, and the processes of
+a data-parallel run seed torch with it plus ``2**32`` times their rank, below 2**64."""
+TORCH_THREADS = (lambda v: is_plain_int(v) and 1 <= v <= 256, "an integer 1-256")
+"""``torch.set_num_threads``: 100,000 crashed torch, 5,000 hung it."""
 POSITIVE = (lambda v: _is_finite(v) and v > 0, "a finite number > 0")
 NON_NEGATIVE = (lambda v: _is_finite(v) and v >= 0, "a finite number >= 0")
 UNIT = (lambda v: _is_finite(v) and 0 <= v <= 1, "a number in [0, 1]")

@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     if a.deals < 1 or a.workers < 1:
         parser.error(f"--deals and --workers must be >= 1, got {a.deals} and {a.workers}")
+    if a.seed < 0:
+        parser.error(f"--seed must be >= 0 (an arena seed), got {a.seed}")
     out = Path(a.out)
     if not out.parent.is_dir():
         parser.error(f"--out {a.out!r}: {str(out.parent)!r} is not a folder")

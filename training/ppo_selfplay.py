@@ -85,6 +85,7 @@ from agents.ppo import (
     PolicyNet,
     PPOAgent,
     load_checkpoint,
+    reward_scale_of,
     save_checkpoint,
 )
 from agents.rule import RuleAgent
@@ -93,6 +94,8 @@ from training.cli import (
     INT_POSITIVE,
     NON_NEGATIVE,
     POSITIVE,
+    SEED,
+    TORCH_THREADS,
     UNIT,
     FlagError,
     agent_specs,
@@ -129,7 +132,14 @@ from training.learner import (
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.fileio import append_text_atomic, copy_atomic, unused_path
+from zhuoji_env.fileio import (
+    FolderBusy,
+    FolderLock,
+    append_text_atomic,
+    copy_atomic,
+    lock_dir,
+    unused_path,
+)
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -138,11 +148,13 @@ from zhuoji_env.rules import Rules
 class Args:
     """Arguments of the self-play PPO run (every field is a command-line flag)."""
 
-    rules: str = "guiyang"
-    """preset name, or a JSON rules object {"preset": ..., "overrides": {...}}"""
+    rules: str = ""
+    """preset name, or a JSON rules object {"preset": ..., "overrides": {...}} (empty: guiyang,
+    or with --resume the checkpoint's)"""
     total_decisions: int = 0
-    """decisions to train on, all seats together, rounded down to whole updates of --num-envs x
-    --num-steps (at least one) (0: 2,000,000 without --time-limit, no cap with one)"""
+    """decisions to train on, all seats together (with --resume, the checkpoint's among them),
+    rounded down to whole updates of --num-envs x --num-steps (at least one) (0: 2,000,000
+    without --time-limit, no cap with one)"""
     num_envs: int = 256
     """games played in lock-step"""
     num_steps: int = 128
@@ -168,7 +180,8 @@ class Args:
     max_grad_norm: float = 0.5
     """gradient norm clip"""
     reward_scale: float = 0.1
-    """rewards are hand scores times this"""
+    """rewards are hand scores times this (with --resume, the checkpoint's: its value head
+    predicts returns at its scale)"""
     shaping: float = 0.05
     """potential-based shaping: potential -shaping x shanten of the seat's hand (0: off)"""
     kong_shaping: float = 0.0
@@ -305,8 +318,8 @@ def check_args(
             "kong_shaping": NON_NEGATIVE,
             "hidden": INT_POSITIVE,
             "oracle_draws": INT_NON_NEGATIVE,
-            "seed": INT_NON_NEGATIVE,
-            "torch_threads": INT_POSITIVE,
+            "seed": SEED,
+            "torch_threads": TORCH_THREADS,
             "pool_size": INT_NON_NEGATIVE,
             "pool_every": INT_POSITIVE,
             "pool_prob": UNIT,
@@ -351,7 +364,6 @@ def check_args(
             f"--oracle-draws {args.oracle_draws}: shows the wall's order to the oracle critic, "
             "so it needs --oracle-critic"
         )
-    rules = rules_from_flag(args.rules)
     device = device_from_flag(args.device)
     if place.size > 1 and device.type != "cpu":
         raise FlagError(
@@ -360,13 +372,11 @@ def check_args(
             "--device cpu (or one process)"
         )
     bf16_from_flag(args.bf16, device)
-    if args.bc_agent:
-        check_agent_specs(args.bc_agent, "bc_agent", rules)
-        if args.num_envs < 2:
-            raise FlagError(
-                f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
-                "cloning, so it needs --num-envs >= 2"
-            )
+    if args.bc_agent and args.num_envs < 2:
+        raise FlagError(
+            f"--num-envs {args.num_envs}: --bc-agent holds out whole games to measure the "
+            "cloning, so it needs --num-envs >= 2"
+        )
     unused = [n for n in ("bc_decisions", "bc_epochs") if getattr(args, n) != getattr(Args, n)]
     if unused and not args.bc_agent:
         raise FlagError(
@@ -393,19 +403,31 @@ def check_args(
             f"--bc-coef {args.bc_coef}: with --rule-hint the clone term would fit demonstrations "
             "with rule's advice blanked while the policy plays with it; add --bc-sees-hint"
         )
-    check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
-    check_agent_specs(
-        args.eval_opponents, "eval_opponents", rules, allow_empty=args.eval_opponents == ""
-    )
-    if lead:  # the other processes write nothing there, and may run on other machines
-        check_out_dir(args.out_dir)
     resumed = None
     if args.resume:
         try:
             resumed = load_checkpoint(args.resume)
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
+    rules = resumed_rules(args, resumed[1]) if resumed else rules_from_flag(args.rules or "guiyang")
+    if args.bc_agent:
+        check_agent_specs(args.bc_agent, "bc_agent", rules)
+    check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
+    check_agent_specs(
+        args.eval_opponents, "eval_opponents", rules, allow_empty=args.eval_opponents == ""
+    )
+    if lead:  # the other processes write nothing there, and may run on other machines
+        check_out_dir(args.out_dir)
+    if resumed:
         net, ckpt = resumed
+        check_optimizer_state(ckpt.get("optimizer"), net, args.resume)
+        trained_scale = reward_scale_of(ckpt, args.resume)
+        if args.reward_scale != trained_scale:
+            raise FlagError(
+                f"--reward-scale {args.reward_scale:g}: --resume {args.resume!r} was trained at "
+                f"{trained_scale:g}, and its value head predicts returns at that scale; pass "
+                f"--reward-scale {trained_scale:g}"
+            )
         if args.bc_coef and net.obs_version == VERSION_RULE and not args.rule_hint:
             raise FlagError(
                 f"--bc-coef {args.bc_coef}: --resume {args.resume!r} reads rule's advice; pass "
@@ -432,15 +454,15 @@ def check_args(
                 f"--resume {args.resume!r}: trained with --oracle-critic, whose network's own "
                 "value head was never trained; resume it with --oracle-critic"
             )
-        num_updates = planned_updates(args)
-        done = ckpt.get("update", 0)
+        done, trained = ckpt.get("update", 0), ckpt.get("decisions", 0)
+        num_updates = planned_updates(args, done, trained)
         if num_updates is not None and done >= num_updates:
             raise FlagError(
                 f"--total-decisions {args.total_decisions}"
                 + ("" if args.total_decisions else f" (no --time-limit: {DEFAULT_DECISIONS:,})")
-                + f": the run ends at update {num_updates} (updates of --num-envs x --num-steps "
-                f"= {per_update:,} decisions), and --resume {args.resume!r} is update {done} "
-                f"already: pass at least {(done + 1) * per_update} to train one more update"
+                + f": the decisions of the whole run, and --resume {args.resume!r} has trained "
+                f"{trained:,} already (update {done}); pass at least {trained + per_update} to "
+                f"train one more update of --num-envs x --num-steps = {per_update:,} decisions"
             )
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
     hidden = resumed[0].hidden if resumed else args.hidden
@@ -578,21 +600,71 @@ def resumed_from(path: str, ckpt: dict) -> dict:
     }
 
 
-def planned_updates(args: Args) -> int | None:
-    """The update count that ``--total-decisions`` allows, or None (no cap: ``--time-limit``
-    ends the run). Without either flag the run trains ``DEFAULT_DECISIONS`` decisions."""
+def check_optimizer_state(state, net: PolicyNet, path: str) -> None:
+    """``FlagError`` unless a checkpoint's ``optimizer`` (if any) is Adam's state of ``net``
+    (its first group: the network's parameters, each moment of a parameter's shape): torch
+    would take any and fail at the first update, after ``--force`` had deleted the old run."""
+    if state is None:
+        return
+    params = list(net.parameters())
+    try:
+        first = state["param_groups"][0]["params"]
+        moments = [state["state"].get(i, {}) for i in first]
+        shapes = [[tuple(m[k].shape) for k in ("exp_avg", "exp_avg_sq") if k in m] for m in moments]
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise FlagError(
+            f"--resume {path!r}: its 'optimizer' is not Adam's state ({exc!r})"
+        ) from None
+    if len(first) != len(params):
+        raise FlagError(
+            f"--resume {path!r}: its 'optimizer' holds the state of {len(first)} parameters, "
+            f"the network has {len(params)}"
+        )
+    for i, (pair, p) in enumerate(zip(shapes, params, strict=True)):
+        if any(shape != tuple(p.shape) for shape in pair):
+            raise FlagError(
+                f"--resume {path!r}: its 'optimizer' is the state of another network (parameter "
+                f"{i}: shape {pair[0]} there, {tuple(p.shape)} in the network)"
+            )
+
+
+def resumed_rules(args: Args, ckpt: dict) -> Rules:
+    """The rules of a resumed run: ``--rules`` where given (a policy may move to other rules
+    on purpose), else the checkpoint's (guiyang for one that holds none, as trained)."""
+    if args.rules:
+        return rules_from_flag(args.rules)
+    try:
+        return Rules.make(ckpt.get("rules"))
+    except (ValueError, TypeError) as exc:
+        raise FlagError(
+            f"--resume {args.resume!r}: its 'rules' {ckpt.get('rules')!r} are refused ({exc}); "
+            "give --rules"
+        ) from None
+
+
+def planned_updates(args: Args, start_update: int = 0, start_decisions: int = 0) -> int | None:
+    """The update at which ``--total-decisions`` ends the run, or None (no cap: ``--time-limit``
+    ends it). Without either flag the run trains ``DEFAULT_DECISIONS`` decisions. A fresh run
+    trains at least one update; a run resumed at ``start_update`` with ``start_decisions``
+    trained counts the whole run's decisions, in updates of its own size (which may differ
+    from the checkpoint's)."""
     total = args.total_decisions or (0 if args.time_limit else DEFAULT_DECISIONS)
-    return max(1, total // (args.num_envs * args.num_steps)) if total else None
+    if not total:
+        return None
+    per = args.num_envs * args.num_steps
+    if not (start_update or start_decisions):
+        return max(1, total // per)
+    return start_update + max(0, (total - start_decisions) // per)
 
 
-def plan(args: Args, start_update: int = 0) -> str:
+def plan(args: Args, start_update: int = 0, start_decisions: int = 0) -> str:
     """The run's length, printed as it starts: the decisions it trains from update
-    ``start_update`` (a resumed run's) on, in whole updates (the decisions asked for rounded
-    down; the default's up to one update where one is larger), or the minutes of its
-    ``--time-limit``."""
+    ``start_update`` (a resumed run's, ``start_decisions`` trained) on, in whole updates (the
+    decisions asked for rounded down; the default's up to one update where one is larger), or
+    the minutes of its ``--time-limit``."""
     per = args.num_envs * args.num_steps
     size = f"of {args.num_envs} games x {args.num_steps} steps ({per:,} decisions each)"
-    num_updates = planned_updates(args)
+    num_updates = planned_updates(args, start_update, start_decisions)
     if num_updates is None:
         return f"training for {args.time_limit:g} minutes, in updates {size}"
     count = num_updates - start_update
@@ -844,16 +916,28 @@ def train(args: Args) -> dict:
     if place.size > 1:
         return data_parallel(args, place, JOB)
     rules, resumed, device = check_args(args)
-    prepare_out_dir(args, resumed)
-    return run(args, rules, resumed, device)
+    with prepare_out_dir(args, resumed):
+        return run(args, rules, resumed, device)
 
 
-def prepare_out_dir(args: Args, resumed) -> None:
-    """``--force`` deletes the earlier run in ``--out-dir`` (:func:`replaced_files`), and a run
-    resumed in its checkpoint's own folder drops the rows of ``metrics.jsonl`` past the
-    checkpoint's update (:func:`training.cli.drop_rows_after`), which it logs again."""
+def prepare_out_dir(args: Args, resumed) -> FolderLock:
+    """Lock ``--out-dir`` for this run (:func:`zhuoji_env.fileio.lock_dir`; returned, held
+    until closed) and check again that it holds no run, as one may have started since
+    :func:`check_args`; then ``--force`` deletes the earlier run in it
+    (:func:`replaced_files`), and a run resumed in its checkpoint's own folder drops the rows of
+    ``metrics.jsonl`` past the checkpoint's update (:func:`training.cli.drop_rows_after`), which
+    it logs again."""
+    try:
+        lock = lock_dir(args.out_dir)
+    except FolderBusy as exc:
+        raise FlagError(f"--out-dir {args.out_dir!r}: {exc}") from None
+    try:
+        found = replaced_files(args, resumed[1] if resumed else {})
+    except BaseException:
+        lock.close()
+        raise
     if args.force:
-        remove_paths(replaced_files(args, resumed[1] if resumed else {}))
+        remove_paths(found)
     if resumed and Path(args.resume).resolve().parent == Path(args.out_dir).resolve():
         update = resumed[1].get("update", 0)
         dropped = drop_rows_after(Path(args.out_dir) / "metrics.jsonl", "update", update)
@@ -863,6 +947,7 @@ def prepare_out_dir(args: Args, resumed) -> None:
                 f"{args.resume!r} never reached (the run was stopped before saving them); the "
                 "resumed run logs those updates again"
             )
+    return lock
 
 
 def run(
@@ -897,12 +982,14 @@ def run(
     if "optimizer" in ckpt:
         if len(ckpt["optimizer"]["param_groups"]) == len(opt.param_groups):
             opt.load_state_dict(ckpt["optimizer"])
+            for param_group in opt.param_groups:  # the state's own is where it stopped
+                param_group["lr"] = args.lr
         elif lead:  # the oracle critic switched on: its parameters are another group
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     resumed_decisions = decisions
     if lead:
-        print(plan(args, start_update), flush=True)
+        print(plan(args, start_update, decisions), flush=True)
     run_start = time.perf_counter()
     bf16 = bf16_from_flag(args.bf16, device)
     stage = {
@@ -935,7 +1022,7 @@ def run(
     demos = None  # only the clone term's tensors keep them
     if rank:
         torch.manual_seed(seed)  # its own sampling
-    num_updates = planned_updates(args)
+    num_updates = planned_updates(args, start_update, resumed_decisions)
     writer = None
     if args.tensorboard and lead:
         from torch.utils.tensorboard import SummaryWriter
@@ -1065,25 +1152,6 @@ def run(
                 break
             update += 1
             continue
-        if saving:
-            extra = {
-                "update": update + 1,
-                "decisions": decisions,
-                "args": dataclasses.asdict(args),
-                "rules": rules.to_record(),
-                "optimizer": opt.state_dict(),
-                **({"critic": critic.state_dict()} if critic is not None else {}),
-                "stages": [
-                    *ckpt.get("stages", []),
-                    {
-                        **stage,
-                        "decisions": decisions - resumed_decisions,
-                        "seconds": round(time.perf_counter() - run_start, 1),
-                    },
-                ],
-            }
-            save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
-            copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         row = {
             "update": update + 1,
             "decisions": decisions,
@@ -1106,6 +1174,25 @@ def run(
                 flush=True,
             )
         append_text_atomic(metrics, json_text(row) + "\n")
+        if saving:  # after its row: a run stopped between the two logs the update again
+            extra = {
+                "update": update + 1,
+                "decisions": decisions,
+                "args": dataclasses.asdict(args),
+                "rules": rules.to_record(),
+                "optimizer": opt.state_dict(),
+                **({"critic": critic.state_dict()} if critic is not None else {}),
+                "stages": [
+                    *ckpt.get("stages", []),
+                    {
+                        **stage,
+                        "decisions": decisions - resumed_decisions,
+                        "seconds": round(time.perf_counter() - run_start, 1),
+                    },
+                ],
+            }
+            save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
+            copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         if bar is not None:
             bar.update(1)
         if last:
@@ -1147,9 +1234,10 @@ def train_share(args: Args, checked, group) -> dict:
     with what :func:`check_args` returned (``checked``)."""
     rules, resumed, device = checked
     group = ProcessGroup(group)
-    if group.rank == 0:
-        prepare_out_dir(args, resumed)
-    return run(args, rules, resumed, device, group)
+    if group.rank:
+        return run(args, rules, resumed, device, group)
+    with prepare_out_dir(args, resumed):
+        return run(args, rules, resumed, device, group)
 
 
 MODULE = "training.ppo_selfplay"

@@ -27,10 +27,11 @@ from agents import make_agent
 from agents.arena import against_each
 from agents.sb3 import SB3Agent
 from training.cli import (
-    INT_NON_NEGATIVE,
     INT_POSITIVE,
     NON_NEGATIVE,
     POSITIVE,
+    SEED,
+    TORCH_THREADS,
     UNIT,
     FlagError,
     agent_specs,
@@ -47,7 +48,7 @@ from training.cli import (
 )
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.fileio import unused_path, write_atomic
+from zhuoji_env.fileio import FolderBusy, lock_dir, unused_path, write_atomic
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -126,16 +127,13 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
             "lr": POSITIVE,
             "ent_coef": NON_NEGATIVE,
             "gamma": UNIT,
-            "seed": INT_NON_NEGATIVE,
-            "torch_threads": INT_POSITIVE,
+            "seed": SEED,
+            "torch_threads": TORCH_THREADS,
             "eval_deals": INT_POSITIVE,
             "verbose": (lambda v: v in (0, 1, 2), "0, 1 or 2"),
         },
     )
     layers(args.net_arch)
-    taken = [
-        snapshot_path(args.out_dir, m) for m in snapshots(args.snapshot_minutes, args.time_limit)
-    ]
     rollout = args.n_envs * args.n_steps
     if rollout < 2:
         raise FlagError(
@@ -172,6 +170,16 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
     if agent_specs(args.eval_opponents):
         check_arena_deals(args.eval_deals, rules)
     check_out_dir(args.out_dir)
+    check_earlier_run(args)
+    return rules, device_from_flag(args.device)
+
+
+def check_earlier_run(args: Args) -> None:
+    """``FlagError`` where ``--out-dir`` holds the model or a snapshot this run would write,
+    unless ``--force``."""
+    taken = [
+        snapshot_path(args.out_dir, m) for m in snapshots(args.snapshot_minutes, args.time_limit)
+    ]
     earlier = [p.name for p in [Path(args.out_dir) / MODEL, *taken] if p.exists()]
     if earlier and not args.force:
         raise FlagError(
@@ -179,7 +187,6 @@ def check_args(args: Args) -> tuple[Rules, torch.device]:
             "this one would overwrite: train into a new --out-dir "
             f"({str(unused_path(args.out_dir))!r} is free), or pass --force to replace it"
         )
-    return rules, device_from_flag(args.device)
 
 
 ROW_BYTES = 4 * OBS_SIZE + 4 * NUM_ACTIONS + 8 + 6 * 4
@@ -322,8 +329,21 @@ def plan(args: Args) -> str:
 
 
 def train(args: Args) -> dict:
-    """Train, save and evaluate; every flag is checked first (:func:`check_args`)."""
+    """Train, save and evaluate; every flag is checked first (:func:`check_args`), and
+    ``--out-dir`` is locked for the run (:func:`zhuoji_env.fileio.lock_dir`: a second run into
+    it is refused while this one lasts)."""
     rules, device = check_args(args)
+    try:
+        lock = lock_dir(args.out_dir)
+    except FolderBusy as exc:
+        raise FlagError(f"--out-dir {args.out_dir!r}: {exc}") from None
+    with lock:
+        check_earlier_run(args)  # again: a run may have ended there since the check
+        return _train(args, rules, device)
+
+
+def _train(args: Args, rules: Rules, device) -> dict:
+    """:func:`train` once the flags are checked and ``--out-dir`` is locked."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.logger import HumanOutputFormat, Logger
 

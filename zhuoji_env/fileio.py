@@ -4,7 +4,7 @@ Every file the tools write (checkpoints, metrics, records, pages, shipped polici
 :func:`write_atomic`: the content goes to a temporary name in the same folder, is flushed to
 disk, and is then renamed over the target in one step, so a process killed at any moment leaves
 the old file or the new one, never a part of either. :func:`unused_path` picks a new name when
-the one asked for is taken.
+the one asked for is taken. :func:`lock_dir` keeps a second run out of a folder a run writes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 
 def _temporary(path: Path) -> Path:
@@ -136,3 +137,60 @@ def write_dir_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
     os.replace(tmp, path)
     shutil.rmtree(old, ignore_errors=True)
     return path
+
+
+LOCK_NAME = ".run.lock"
+"""The file in a run's folder that :func:`lock_dir` locks (empty; removed as the lock ends)."""
+
+
+class FolderBusy(RuntimeError):
+    """Another process holds the lock of a run's folder (:func:`lock_dir`)."""
+
+
+class FolderLock:
+    """The lock :func:`lock_dir` took: ``close()`` (or the end of a ``with`` block) removes its
+    file and lets it go; so does the end of the process, leaving the file behind unlocked."""
+
+    def __init__(self, path: Path, handle: IO[bytes]):
+        self.path, self._handle = path, handle
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self.path.unlink(missing_ok=True)  # before letting go: none can take it stale
+            finally:
+                self._handle.close()
+                self._handle = None
+
+    def __enter__(self) -> FolderLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def lock_dir(path: str | Path) -> FolderLock:
+    """Create the folder ``path`` and take its exclusive lock (``flock`` of its
+    :data:`LOCK_NAME`), or raise :class:`FolderBusy` at once if another process holds it: two
+    runs writing one folder would overwrite each other's checkpoints and lose rows of their
+    metrics. The lock lasts until it is closed or the process ends (a killed run leaves no
+    stale lock). Where the system has no ``flock`` (Windows) nothing is locked."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    lock_path = path / LOCK_NAME
+    handle = open(lock_path, "ab")  # held open: the lock is the handle's
+    try:
+        import fcntl
+    except ImportError:
+        return FolderLock(lock_path, handle)
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.stat(lock_path).st_ino != os.fstat(handle.fileno()).st_ino:
+            raise BlockingIOError  # taken as its holder let it go and removed it: another's now
+    except (BlockingIOError, FileNotFoundError):
+        handle.close()
+        raise FolderBusy(
+            f"{str(path)!r} is being written by another run (it holds {LOCK_NAME}): wait for "
+            "it to end, or use another folder"
+        ) from None
+    return FolderLock(lock_path, handle)
