@@ -38,7 +38,7 @@ one legal action take it without asking).
 
 Statistics. An agent's **score** in a deal is its mean score per hand over its seats in all
 seatings of the deal; the reported mean and its 95% confidence interval are over deals
-(Student t, ``scipy.stats`` when installed). A **pairwise margin** ``a - b`` is the mean of the
+(Student t, ``scipy.stats``). A **pairwise margin** ``a - b`` is the mean of the
 per-deal differences of the two agents' deal scores with its t-interval: the paired comparison
 that decides whether one agent beats another. Pairs are reported as a later agent of the list
 minus an earlier one (``--agents random,greedy,rule`` gives ``greedy - random``,

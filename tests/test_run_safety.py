@@ -308,8 +308,8 @@ def test_a_run_killed_while_writing_leaves_each_file_old_or_new(tmp_path, target
     first = (run / "update_1.pt").read_bytes()
     load_checkpoint(run / "update_1.pt")
     latest = (run / "latest.pt").read_bytes()
-    if target != "latest":  # the second checkpoint was being written, or its row before it:
-        assert not (run / "update_2.pt").exists() and latest == first  # absent, latest old
+    if target == "checkpoint":  # the second checkpoint was being written: absent, latest old
+        assert not (run / "update_2.pt").exists() and latest == first
     else:
         second = (run / "update_2.pt").read_bytes()
         assert latest in (first, second)  # whole: the old copy or the new one
@@ -1091,29 +1091,66 @@ def test_a_second_run_into_a_folder_being_written_is_refused(tmp_path, capsys):
             fileio.lock_dir(run)
 
 
-def test_a_run_stopped_between_its_row_and_its_checkpoint_logs_the_update_again(
-    tmp_path, monkeypatch
+def test_a_run_stopped_during_an_evaluation_keeps_its_checkpoint_and_its_row(
+    tmp_path, monkeypatch, capsys
 ):
-    """The checkpoint was saved before the evaluation and the row: a run stopped between them
-    (minutes, with --eval-opponents) left update_2.pt without its row, for good."""
+    """The checkpoint is saved before the update's evaluation (minutes of arena), its row after
+    it: a run stopped between them lost that row for good. The checkpoint now holds the row
+    and a resume in its folder logs it."""
     run = tmp_path / "run"
-    argv = [*TINY, "--out-dir", str(run)]
-    saved = ppo_selfplay.save_checkpoint
+    argv = [*TINY, "--eval-every", "1", "--eval-opponents", "random", "--eval-deals", "2"]
+    argv += ["--out-dir", str(run)]
+    evaluate, calls = ppo_selfplay.evaluate, []
 
-    def stop_at_update_2(path, net, **extra):
-        if extra["update"] == 2:
+    def stop_at_update_2(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:  # before the first update, after it, after the second
             raise KeyboardInterrupt
-        return saved(path, net, **extra)
+        return evaluate(*a, **k)
 
-    monkeypatch.setattr(ppo_selfplay, "save_checkpoint", stop_at_update_2)
+    monkeypatch.setattr(ppo_selfplay, "evaluate", stop_at_update_2)
     with pytest.raises(KeyboardInterrupt):
         ppo_selfplay.main([*argv, "--total-decisions", "96"])
-    assert [r["update"] for r in _rows(run)] == [1, 2]  # the row came first
-    assert load_checkpoint(run / "latest.pt")[1]["update"] == 1
-    monkeypatch.setattr(ppo_selfplay, "save_checkpoint", saved)
+    assert [r["update"] for r in _rows(run)] == [1]
+    saved = load_checkpoint(run / "latest.pt")[1]
+    assert saved["update"] == 2 and saved["row"]["update"] == 2
+    monkeypatch.setattr(ppo_selfplay, "evaluate", evaluate)
+    capsys.readouterr()
     resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "96"]
     assert ppo_selfplay.main([*argv, *resume]) == 0
-    assert [r["update"] for r in _rows(run)] == [1, 2, 3]
+    assert "logged update 2 from its checkpoint" in capsys.readouterr().out
+    rows = _rows(run)
+    assert [r["update"] for r in rows] == [1, 2, 3]
+    assert rows[1] == saved["row"] and "eval" not in rows[1] and "eval" in rows[2]
+    assert not (run / fileio.LOCK_NAME).exists()
+
+
+def test_a_final_evaluation_stopped_leaves_the_network_saved(tmp_path, monkeypatch):
+    """With --save-every 0 only the last update is saved; saved after the final evaluation,
+    a stop during it lost the whole run's network."""
+    run = tmp_path / "run"
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ppo_selfplay, "evaluate", stop)
+    argv = [*TINY, "--save-every", "0", "--eval-every", "0", "--eval-opponents", "random"]
+    with pytest.raises(KeyboardInterrupt):
+        ppo_selfplay.main([*argv, "--total-decisions", "64", "--out-dir", str(run)])
+    assert load_checkpoint(run / "latest.pt")[1]["update"] == 2
+
+
+def test_the_folder_lock_is_let_go_when_preparing_the_folder_fails(tmp_path):
+    run = tmp_path / "run"
+    argv = [*TINY, "--out-dir", str(run)]
+    assert ppo_selfplay.main([*argv, "--total-decisions", "32"]) == 0
+    with open(run / "metrics.jsonl", "ab") as f:
+        f.write(b"\xff\xfe not UTF-8\n")
+    resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "64"]
+    with pytest.raises(UnicodeDecodeError):
+        ppo_selfplay.main([*argv, *resume])
+    assert not (run / fileio.LOCK_NAME).exists()
+    fileio.lock_dir(run).close()  # free in this process too
 
 
 @pytest.mark.parametrize("tool", ["ship_policy", "curve"])

@@ -292,7 +292,7 @@ def test_an_environment_refuses_a_search_opponent_of_other_rules():
     from zhuoji_env.envs.sb3 import SB3VecEnv
     from zhuoji_env.envs.single import SingleAgentEnv
 
-    msg = r"holds other rules than this environment's: its \{'preset': 'guiyang'"
+    msg = r"holds other rules than this environment's \(every switch but .*\): its \{'preset': 'gu"
     with pytest.raises(ValueError, match="^opponents " + msg):
         SingleAgentEnv(rules="classic", opponents=make_agent("search:rule:k=2:c=2"))
     with pytest.raises(ValueError, match=r"^opponents\[1\] " + msg):
@@ -303,6 +303,9 @@ def test_an_environment_refuses_a_search_opponent_of_other_rules():
     with pytest.raises(ValueError, match="^opponent " + msg):
         env.opponent = make_agent("rule")  # replaced between rollouts: checked the same way
     SingleAgentEnv(rules="classic", opponents=make_agent("search:rule:k=2", rules="classic"))
+    SingleAgentEnv(hands_per_game=4, opponents=make_agent("rule"))  # plays no hand differently
+    with pytest.raises(ValueError, match=r"^opponents holds other rules.*: its \{'preset': 'app'"):
+        SingleAgentEnv(hands_per_game=4, opponents=make_agent("rule", rules="app"))
 
 
 def test_arena_smoke(capsys):

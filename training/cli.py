@@ -25,7 +25,7 @@ from agents.arena import json_text as json_text  # the trainers' JSON writer
 from agents.registry import split_specs
 from zhuoji_env.engine.game import is_real
 from zhuoji_env.engine.records import is_plain_int
-from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.fileio import FolderBusy, FolderLock, lock_dir, write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.machine import git_output
 from zhuoji_env.rules import Rules
@@ -266,6 +266,32 @@ def check_flag_memory(what: str, need: float) -> None:
         check_memory(what, need)
     except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
         raise FlagError(str(exc)) from None
+
+
+def logged(path: Path, key: str) -> set[int]:
+    """The integer values of ``key`` in the rows of the JSON-lines log ``path`` (none where
+    there is no log); lines that are not such rows are passed over."""
+    if not path.is_file():
+        return set()
+    found = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        value = row.get(key) if isinstance(row, dict) else None
+        if is_plain_int(value):
+            found.add(value)
+    return found
+
+
+def lock_out_dir(path: str, name: str = "out_dir") -> FolderLock:
+    """:func:`zhuoji_env.fileio.lock_dir` of a trainer's output folder, a ``FlagError`` naming
+    the flag where another run holds it."""
+    try:
+        return lock_dir(path)
+    except FolderBusy as exc:
+        raise FlagError(f"{flag(name)} {path!r}: {exc}") from None
 
 
 def drop_rows_after(path: Path, key: str, last: int) -> int:

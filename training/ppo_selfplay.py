@@ -110,6 +110,8 @@ from training.cli import (
     file_names,
     flag,
     json_text,
+    lock_out_dir,
+    logged,
     parse_args,
     remove_paths,
     rules_from_flag,
@@ -131,15 +133,9 @@ from training.learner import (
     shaped_rewards,
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.fileio import (
-    FolderBusy,
-    FolderLock,
-    append_text_atomic,
-    copy_atomic,
-    lock_dir,
-    unused_path,
-)
+from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -364,6 +360,7 @@ def check_args(
             f"--oracle-draws {args.oracle_draws}: shows the wall's order to the oracle critic, "
             "so it needs --oracle-critic"
         )
+    given_rules = rules_from_flag(args.rules) if args.rules else None
     device = device_from_flag(args.device)
     if place.size > 1 and device.type != "cpu":
         raise FlagError(
@@ -409,7 +406,7 @@ def check_args(
             resumed = load_checkpoint(args.resume)
         except ValueError as exc:
             raise FlagError(f"--resume {args.resume!r}: {exc}") from None
-    rules = resumed_rules(args, resumed[1]) if resumed else rules_from_flag(args.rules or "guiyang")
+    rules = given_rules or (resumed_rules(args, resumed[1]) if resumed else Rules.make("guiyang"))
     if args.bc_agent:
         check_agent_specs(args.bc_agent, "bc_agent", rules)
     check_agent_specs(args.pool_agents, "pool_agents", rules, allow_empty=True)
@@ -461,8 +458,10 @@ def check_args(
                 f"--total-decisions {args.total_decisions}"
                 + ("" if args.total_decisions else f" (no --time-limit: {DEFAULT_DECISIONS:,})")
                 + f": the decisions of the whole run, and --resume {args.resume!r} has trained "
-                f"{trained:,} already (update {done}); pass at least {trained + per_update} to "
-                f"train one more update of --num-envs x --num-steps = {per_update:,} decisions"
+                f"{trained:,} already"
+                + (f" (update {done})" if done else "")
+                + f"; pass at least {trained + per_update} to train one more update of "
+                f"--num-envs x --num-steps = {per_update:,} decisions, or give --time-limit"
             )
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
     hidden = resumed[0].hidden if resumed else args.hidden
@@ -629,10 +628,8 @@ def check_optimizer_state(state, net: PolicyNet, path: str) -> None:
 
 
 def resumed_rules(args: Args, ckpt: dict) -> Rules:
-    """The rules of a resumed run: ``--rules`` where given (a policy may move to other rules
-    on purpose), else the checkpoint's (guiyang for one that holds none, as trained)."""
-    if args.rules:
-        return rules_from_flag(args.rules)
+    """The rules of a run resumed without ``--rules``: the checkpoint's (guiyang for one that
+    holds none, as it was trained)."""
     try:
         return Rules.make(ckpt.get("rules"))
     except (ValueError, TypeError) as exc:
@@ -921,33 +918,50 @@ def train(args: Args) -> dict:
 
 
 def prepare_out_dir(args: Args, resumed) -> FolderLock:
-    """Lock ``--out-dir`` for this run (:func:`zhuoji_env.fileio.lock_dir`; returned, held
-    until closed) and check again that it holds no run, as one may have started since
+    """Lock ``--out-dir`` for this run (:func:`training.cli.lock_out_dir`; returned, held until
+    closed) and check again that it holds no run, as one may have started since
     :func:`check_args`; then ``--force`` deletes the earlier run in it
     (:func:`replaced_files`), and a run resumed in its checkpoint's own folder drops the rows of
     ``metrics.jsonl`` past the checkpoint's update (:func:`training.cli.drop_rows_after`), which
-    it logs again."""
-    try:
-        lock = lock_dir(args.out_dir)
-    except FolderBusy as exc:
-        raise FlagError(f"--out-dir {args.out_dir!r}: {exc}") from None
+    it logs again, and logs the checkpoint's own row where a stop during its evaluation lost
+    it (:func:`restore_row`)."""
+    lock = lock_out_dir(args.out_dir)
     try:
         found = replaced_files(args, resumed[1] if resumed else {})
+        if args.force:
+            remove_paths(found)
+        if resumed and Path(args.resume).resolve().parent == Path(args.out_dir).resolve():
+            ckpt = resumed[1]
+            update = ckpt.get("update", 0)
+            metrics = Path(args.out_dir) / "metrics.jsonl"
+            dropped = drop_rows_after(metrics, "update", update)
+            if dropped:
+                print(
+                    f"metrics.jsonl: dropped {dropped} row(s) past update {update}, which "
+                    f"--resume {args.resume!r} never reached (the run was stopped before saving "
+                    "them); the resumed run logs those updates again"
+                )
+            restore_row(metrics, ckpt)
     except BaseException:
         lock.close()
         raise
-    if args.force:
-        remove_paths(found)
-    if resumed and Path(args.resume).resolve().parent == Path(args.out_dir).resolve():
-        update = resumed[1].get("update", 0)
-        dropped = drop_rows_after(Path(args.out_dir) / "metrics.jsonl", "update", update)
-        if dropped:
-            print(
-                f"metrics.jsonl: dropped {dropped} row(s) past update {update}, which --resume "
-                f"{args.resume!r} never reached (the run was stopped before saving them); the "
-                "resumed run logs those updates again"
-            )
     return lock
+
+
+def restore_row(metrics: Path, ckpt: dict) -> None:
+    """Append the checkpoint's own row (saved in it before the update's evaluation) to
+    ``metrics`` where the log has none of its update: the run was stopped during that
+    evaluation, after the checkpoint and before the row."""
+    row = ckpt.get("row")
+    if not isinstance(row, dict) or not is_plain_int(row.get("update")):
+        return
+    if row["update"] in logged(metrics, "update"):
+        return
+    append_text_atomic(metrics, json_text(row) + "\n")
+    print(
+        f"metrics.jsonl: logged update {row['update']} from its checkpoint (the run was stopped "
+        "during its evaluation, before its row; the row has no evaluation)"
+    )
 
 
 def run(
@@ -1159,6 +1173,26 @@ def run(
             "train": stats,
         }
         updates.append(row)
+        if saving:  # before the evaluation (minutes), with the row a stop there would lose
+            extra = {
+                "update": update + 1,
+                "decisions": decisions,
+                "args": dataclasses.asdict(args),
+                "rules": rules.to_record(),
+                "optimizer": opt.state_dict(),
+                "row": dict(row),  # metrics.jsonl's row without its evaluation (restore_row)
+                **({"critic": critic.state_dict()} if critic is not None else {}),
+                "stages": [
+                    *ckpt.get("stages", []),
+                    {
+                        **stage,
+                        "decisions": decisions - resumed_decisions,
+                        "seconds": round(time.perf_counter() - run_start, 1),
+                    },
+                ],
+            }
+            save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
+            copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         if args.eval_opponents and (
             (args.eval_every and (update + 1) % args.eval_every == 0) or last
         ):
@@ -1174,25 +1208,6 @@ def run(
                 flush=True,
             )
         append_text_atomic(metrics, json_text(row) + "\n")
-        if saving:  # after its row: a run stopped between the two logs the update again
-            extra = {
-                "update": update + 1,
-                "decisions": decisions,
-                "args": dataclasses.asdict(args),
-                "rules": rules.to_record(),
-                "optimizer": opt.state_dict(),
-                **({"critic": critic.state_dict()} if critic is not None else {}),
-                "stages": [
-                    *ckpt.get("stages", []),
-                    {
-                        **stage,
-                        "decisions": decisions - resumed_decisions,
-                        "seconds": round(time.perf_counter() - run_start, 1),
-                    },
-                ],
-            }
-            save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
-            copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
         if bar is not None:
             bar.update(1)
         if last:

@@ -42,13 +42,14 @@ from training.cli import (
     check_out_dir,
     device_from_flag,
     json_text,
+    lock_out_dir,
     parse_args,
     rules_from_flag,
     run_main,
 )
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.fileio import FolderBusy, lock_dir, unused_path, write_atomic
+from zhuoji_env.fileio import unused_path, write_atomic
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -333,11 +334,7 @@ def train(args: Args) -> dict:
     ``--out-dir`` is locked for the run (:func:`zhuoji_env.fileio.lock_dir`: a second run into
     it is refused while this one lasts)."""
     rules, device = check_args(args)
-    try:
-        lock = lock_dir(args.out_dir)
-    except FolderBusy as exc:
-        raise FlagError(f"--out-dir {args.out_dir!r}: {exc}") from None
-    with lock:
+    with lock_out_dir(args.out_dir):
         check_earlier_run(args)  # again: a run may have ended there since the check
         return _train(args, rules, device)
 

@@ -151,16 +151,24 @@ class FolderLock:
     """The lock :func:`lock_dir` took: ``close()`` (or the end of a ``with`` block) removes its
     file and lets it go; so does the end of the process, leaving the file behind unlocked."""
 
-    def __init__(self, path: Path, handle: IO[bytes]):
-        self.path, self._handle = path, handle
+    def __init__(self, path: Path, handle: IO[bytes], locked: bool):
+        self.path, self._handle, self._locked = path, handle, locked
 
     def close(self) -> None:
-        if self._handle is not None:
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        if self._locked:  # removed before letting go: no one takes a lock on a stale file
             try:
-                self.path.unlink(missing_ok=True)  # before letting go: none can take it stale
+                self.path.unlink(missing_ok=True)
             finally:
-                self._handle.close()
-                self._handle = None
+                handle.close()
+            return
+        handle.close()  # Windows removes no open file
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError:
+            pass  # another run's open handle: it removes the file when it ends
 
     def __enter__(self) -> FolderLock:
         return self
@@ -178,19 +186,25 @@ def lock_dir(path: str | Path) -> FolderLock:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     lock_path = path / LOCK_NAME
-    handle = open(lock_path, "ab")  # held open: the lock is the handle's
     try:
         import fcntl
     except ImportError:
-        return FolderLock(lock_path, handle)
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if os.stat(lock_path).st_ino != os.fstat(handle.fileno()).st_ino:
-            raise BlockingIOError  # taken as its holder let it go and removed it: another's now
-    except (BlockingIOError, FileNotFoundError):
-        handle.close()
-        raise FolderBusy(
-            f"{str(path)!r} is being written by another run (it holds {LOCK_NAME}): wait for "
-            "it to end, or use another folder"
-        ) from None
-    return FolderLock(lock_path, handle)
+        return FolderLock(lock_path, open(lock_path, "ab"), locked=False)
+    for _ in range(2):  # again once: the holder may have let go and removed it meanwhile
+        handle = open(lock_path, "ab")  # held open: the lock is the handle's
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            break
+        try:
+            same = os.stat(lock_path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return FolderLock(lock_path, handle, locked=True)
+        handle.close()  # locked a file its holder removed as it let go: take the new one
+    raise FolderBusy(
+        f"{str(path)!r} is being written by another run (it holds {LOCK_NAME}): wait for it to "
+        "end, or use another folder"
+    )

@@ -382,7 +382,8 @@ def check_opponent(policy, name: str = "opponent", rules: Rules | None = None) -
     """An opponent must have ``act(obs, mask)``; a string (an agent's name) is refused, since
     the environments do not import the agents, and so is a class (its ``act`` would be met
     unbound at the first reset). One that holds ``rules`` (``rule``'s hand values, a search
-    agent's rollouts) must hold the environment's ``rules``: it would play by others unseen."""
+    agent's rollouts) must hold the environment's ``rules`` (``hands_per_game`` aside): it
+    would play by others unseen."""
     if isinstance(policy, type):
         raise TypeError(
             f"{name} must be a policy object, got the class {policy.__name__}: pass an instance, "
@@ -399,11 +400,16 @@ def check_opponent(policy, name: str = "opponent", rules: Rules | None = None) -
             f"[k] actions (e.g. an agent of agents.make_agent), got {policy!r}"
         )
     own = getattr(policy, "rules", None)
-    if rules is not None and isinstance(own, Rules) and own != rules:
+    if (
+        rules is not None
+        and isinstance(own, Rules)
+        and own.replace(hands_per_game=rules.hands_per_game) != rules
+    ):
         raise ValueError(
-            f"{name} holds other rules than this environment's: its {own.to_record()}, the "
-            f"environment's {rules.to_record()}; make it with those, e.g. "
-            "agents.make_agent(spec, rules=env.rules)"
+            f"{name} holds other rules than this environment's (every switch but "
+            f"hands_per_game, which plays no hand differently, must match): its "
+            f"{own.to_record()}, the environment's {rules.to_record()}; make it with those, "
+            "e.g. agents.make_agent(spec, rules=env.rules)"
         )
 
 
