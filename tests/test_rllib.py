@@ -161,6 +161,16 @@ def test_bad_flag_exits_2(capsys):
     assert "--epochs 0: must be an integer >= 1" in capsys.readouterr().err
 
 
+def test_a_second_run_into_a_folder_being_written_exits_2(tmp_path, capsys):
+    from zhuoji_env import fileio
+
+    run = tmp_path / "run"
+    with fileio.lock_dir(run):  # as a run training there holds it
+        assert rllib_ppo.main([*SMALL, "--iterations=1", f"--out-dir={run}"]) == 2
+    assert "is being written by another run" in capsys.readouterr().err
+    assert sorted(p.name for p in run.iterdir()) == []  # the lock let go, nothing written
+
+
 def test_rllib_agent_spec_errors(tmp_path):
     with pytest.raises(ValueError, match="needs a checkpoint"):
         make_agent("rllib")

@@ -57,6 +57,7 @@ from training.cli import (
     drop_rows_after,
     file_names,
     json_text,
+    lock_out_dir,
     parse_args,
     remove_paths,
     rules_from_flag,
@@ -447,12 +448,22 @@ def evaluate(out_dir: Path, args: Args, seed: int) -> dict:
 
 
 def train(args: Args) -> dict:
-    """Run the training; returns the metrics rows, the checkpoint and the evaluation."""
+    """Run the training; returns the metrics rows, the checkpoint and the evaluation. Every
+    flag is checked first (:func:`check_args`), and ``--out-dir`` is locked for the run
+    (:func:`training.cli.lock_out_dir`: a second run into it is refused while this one lasts;
+    the earlier run is looked for again under the lock)."""
+    check_args(args)
+    with lock_out_dir(args.out_dir):
+        found = replaced_files(args)
+        if args.force:
+            remove_paths(found)
+        return _train(args)
+
+
+def _train(args: Args) -> dict:
+    """:func:`train` once the flags are checked and ``--out-dir`` is locked."""
     import ray
 
-    check_args(args)
-    if args.force:
-        remove_paths(replaced_files(args))
     torch.set_num_threads(args.torch_threads)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -552,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         train(args)
+    except FlagError as exc:  # another run holds --out-dir, or one was made there meanwhile
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:
         message = failure_message(exc)
         if message is None:
