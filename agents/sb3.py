@@ -54,9 +54,11 @@ class SB3Agent(Agent):
     uses_torch = True
 
     def __init__(self, model, seed=None, deterministic: bool = False):
-        """``model``: a ``MaskablePPO`` model or its policy."""
+        """``model``: a ``MaskablePPO`` model or its policy, kept as ``net`` (not ``policy``,
+        which names the agents' ``policy(obs, mask) -> (probs, values)`` that analysis and
+        search call: SB3's module takes tensors, not arrays)."""
         super().__init__(seed)
-        self.policy = getattr(model, "policy", model)
+        self.net = getattr(model, "policy", model)
         self.deterministic = deterministic
         self._gen = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
 
@@ -78,7 +80,7 @@ class SB3Agent(Agent):
 
     @torch.no_grad()
     def _logits(self, obs: np.ndarray, mask: np.ndarray) -> torch.Tensor:
-        dist = self.policy.get_distribution(torch.from_numpy(obs), action_masks=mask)
+        dist = self.net.get_distribution(torch.from_numpy(obs), action_masks=mask)
         return dist.distribution.logits
 
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:

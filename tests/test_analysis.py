@@ -352,3 +352,29 @@ def test_a_policy_whose_legal_probabilities_do_not_sum_to_one_is_named():
     mask[:, [3, 5]] = True
     with pytest.raises(ValueError, match=r"policy\(\): the probabilities of row 0's legal"):
         policy_outputs(Spread(), obs, mask)
+
+
+def test_an_sb3_agent_is_traced_and_searched_as_an_agent_without_a_policy():
+    """SB3Agent kept SB3's torch module as ``policy``, which analysis and search took for the
+    agents' ``policy(obs, mask) -> (probs, values)``: every trace of it failed inside SB3."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.sb3 import SB3Agent
+    from agents.search import SearchAgent
+    from zhuoji_env import belief
+    from zhuoji_env.engine import BatchGame
+    from zhuoji_env.envs.sb3 import SB3VecEnv
+    from zhuoji_env.observation import encode
+
+    model = MaskablePPO("MlpPolicy", SB3VecEnv(2, seed=0), n_steps=8, batch_size=8, seed=0)
+    agent = SB3Agent(model, seed=0)
+    play = play_traced([agent, "rule"], deals=1, seed=0, labels=["sb3", "rule"])
+    assert {r.agent for r in play.decisions.itertuples()} == {"sb3", "rule"}
+    game = BatchGame("guiyang", 8, seed=0)
+    while game.mask.sum(1).min() < 2:  # every table at a decision with a choice
+        game.step(game.random_actions(np.random.default_rng(0)))
+    st = game.state
+    obs = encode(st, np.arange(8), st.actor)
+    acts = SearchAgent(agent, k=2, c=2, seed=0).act_view(obs, st.mask, belief.public_view(st))
+    assert st.mask[np.arange(8), acts].all()

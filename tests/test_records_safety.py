@@ -418,6 +418,7 @@ def test_a_byte_order_mark_is_skipped_when_a_record_is_read(tmp_path):
         ("values", {"v": 1}, r"values\[3\]: .* got \{'v': 1\}"),
         ("values", True, r"values\[3\]: .* got True"),
         ("values", [10**400], r"values\[3\]: .* got \[1000"),
+        ("values", 10**400, r"values\[3\]: expected null or a finite number .* got 1000"),
         ("agents", {"0": "rule"}, r"'agents' must list one label \(a string\) per seat \(4\)"),
         ("agents", ["a", "b", {"c": 1}, "d"], r"'agents' must list one label \(a string\)"),
         ("agents", ["a", "b", float("nan"), "d"], r"'agents' must list one label \(a string\)"),
@@ -426,11 +427,24 @@ def test_a_byte_order_mark_is_skipped_when_a_record_is_read(tmp_path):
 def test_values_and_agents_of_the_wrong_kind_are_refused(field, bad, message):
     rec = load(RON)
     if field == "values":
-        rec["values"] = [None, 0.25, -(10**400)] + [bad] + [None] * (len(rec["actions"]) - 4)
+        rec["values"] = [None, 0.25, -(10**300)] + [bad] + [None] * (len(rec["actions"]) - 4)
     else:
         rec["agents"] = bad
     with pytest.raises(RecordError, match=message):
         replay_steps(rec)
+
+
+def test_a_pages_title_is_its_file_name_as_text(tmp_path, record):
+    """The title was put in first and the page's other parts after, so a file named
+    ``x__DATA__.json`` showed the whole data in its heading; a file name that is not UTF-8
+    ended in a traceback."""
+    for name, title in ((b"x__DATA__.json", "x__DATA__"), (b"\xffbad.json", "?bad")):
+        path = Path(os.fsdecode(bytes(tmp_path) + b"/" + name))
+        shutil.copy(record, path)
+        out = tmp_path / "page.html"
+        assert view_main([str(path), "--out", str(out), "--force"]) == 0
+        text = out.read_text(encoding="utf-8")
+        assert f"<title>{title}</title>" in text and f"<h1>{title}" in text
 
 
 def test_a_page_embeds_only_standard_json(tmp_path, record):

@@ -110,11 +110,11 @@ def test_sb3_rebuilt_from_weights_plays_exactly_as_maskableppo_load(sb3_model, p
     for spec in (f"sb3:{sb3_model}", f"sb3+trusted:{sb3_model}"):
         agent = make_agent(spec, seed=0)
         with torch.no_grad():
-            ours = agent.policy.get_distribution(torch.from_numpy(obs), action_masks=mask)
+            ours = agent.net.get_distribution(torch.from_numpy(obs), action_masks=mask)
             theirs = model.policy.get_distribution(torch.from_numpy(obs), action_masks=mask)
         assert torch.equal(ours.distribution.probs, theirs.distribution.probs)
         best, _ = model.predict(obs, action_masks=mask, deterministic=True)
-        greedy = SB3Agent(agent.policy, deterministic=True).act(obs, mask)
+        greedy = SB3Agent(agent.net, deterministic=True).act(obs, mask)
         assert (greedy == best).all() and len(set(best.tolist())) > 5
         sampled = agent.act(obs, mask)
         assert mask[np.arange(len(obs)), sampled].all()

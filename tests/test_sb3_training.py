@@ -29,7 +29,7 @@ def test_time_limit_stops_learning_and_the_widths_reach_the_saved_model(tmp_path
     assert 0 < result["decisions"] < 10_000_000 and result["decisions"] % (8 * 16) == 8
     assert result["seconds"] < 60
     agent = make_agent(f"sb3:{out / 'model.zip'}")
-    shapes = [tuple(p.shape) for p in agent.policy.mlp_extractor.policy_net.parameters()]
+    shapes = [tuple(p.shape) for p in agent.net.mlp_extractor.policy_net.parameters()]
     assert shapes == [(96, 1238), (96,), (32, 96), (32,)]
     assert "trained" in capsys.readouterr().out
 
@@ -64,7 +64,7 @@ def test_snapshots_are_saved_on_the_way_and_load_as_agents(tmp_path, capsys, mon
     final = make_agent(f"sb3:{out / 'model.zip'}")
     differ = [
         not (a == b).all()
-        for a, b in zip(later.policy.parameters(), final.policy.parameters(), strict=True)
+        for a, b in zip(later.net.parameters(), final.net.parameters(), strict=True)
     ]
     assert any(differ)  # the snapshot is the model of its time, not the final one
     assert "snapshot after 0.25 min: 256 decisions" in capsys.readouterr().out

@@ -153,6 +153,11 @@ def test_stepping_through_a_hand(browser, tmp_path):
     pg.keyboard.press("ArrowLeft")
     assert pg.text_content("#step-label") == "Decision 5 / 56"
 
+    pg.fill("#jump", "2.5")  # a fraction left the page on decision "3.5", failing at each step
+    pg.press("#jump", "Enter")
+    assert pg.text_content("#step-label") == "Decision 4 / 56"
+    pg.click("#next")
+    assert pg.text_content("#step-label") == "Decision 5 / 56"
     pg.fill("#jump", "36")
     pg.press("#jump", "Enter")
     assert pg.text_content("#decision") == "P0 chose: pong"

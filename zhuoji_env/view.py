@@ -33,6 +33,7 @@ import itertools
 import json
 import math
 import os
+import re
 import reprlib
 import sys
 from collections.abc import Iterator, Mapping
@@ -123,8 +124,11 @@ def _check_probs_keys(j: int, p: Mapping | None, legal: list[str]) -> None:
 
 
 def _finite(v: int | float) -> bool:
-    """Not NaN or infinite (an int of any size is finite; ``math.isfinite`` cannot take one)."""
-    return isinstance(v, int) or math.isfinite(v)
+    """Not NaN or infinite, as the page's browser reads it: an int beyond the largest float
+    (``math.isfinite`` cannot take one) parses there as ``Infinity``."""
+    if isinstance(v, int):
+        return abs(v) <= sys.float_info.max
+    return math.isfinite(v)
 
 
 def _check_values(values: list) -> None:
@@ -287,13 +291,15 @@ def _html(steps: dict[str, Any], title: str) -> str:
             '<div id="mismatch"><b>The record\'s stored result differs from its replay; this '
             f"page shows the replay.</b><ul>{items}</ul></div>"
         )
-    return (
-        _TEMPLATE.replace("__TITLE__", html.escape(title))
-        .replace("__CSS__", _CSS)
-        .replace("__SCRIPT__", _SCRIPT)
-        .replace("__MISMATCH__", mismatch)
-        .replace("__DATA__", data)
-    )
+    title = title.encode("utf-8", "replace").decode("utf-8")  # a file name's lone surrogates
+    parts = {
+        "__TITLE__": html.escape(title),
+        "__CSS__": _CSS,
+        "__SCRIPT__": _SCRIPT,
+        "__MISMATCH__": mismatch,
+        "__DATA__": data,
+    }  # filled in one pass: a title holding "__DATA__" stays that text
+    return re.sub("|".join(parts), lambda m: parts[m.group()], _TEMPLATE)
 
 
 def write_page(
@@ -529,7 +535,8 @@ function drawTable(st) {
 }
 function pct(p) { return (100 * p).toFixed(1) + '%'; }
 function show(i) {
-  cur = Math.max(0, Math.min(N, i));
+  if (!Number.isFinite(i)) return;  // an empty or unreadable decision box
+  cur = Math.max(0, Math.min(N, Math.round(i)));
   const st = D.steps[cur];
   $('step-label').textContent = cur < N ? 'Decision ' + (cur + 1) + ' / ' + N :
     'End of hand (' + N + ' decisions)';
