@@ -5,8 +5,10 @@ for every pair, every seating of the two over the four seats), and one **rating*
 fitted to the pairs' paired margins: ``margin(a - b) ≈ rating[a] - rating[b]`` by least squares,
 each pair weighted by the inverse variance of its mean margin, with ``random`` anchored at 0.
 A rating is therefore in the preset's own unit (points per hand; 番 per hand for ``classic``)
-above ``random``, and a difference of two ratings predicts the margin those two agents would
-score against each other. The 95% intervals come from a bootstrap over deals: the deals are
+above ``random``; a difference of two ratings is the margin the fit predicts for those two
+agents, which their own pair's margin may miss by more than its interval where the chi-square
+is far above its degrees of freedom (as in the published ladders): quote a pair's own margin
+for a head-to-head claim. The 95% intervals come from a bootstrap over deals: the deals are
 resampled together for every pair (they are the same deals, so the pairs' errors correlate),
 and the fit is redone on each resample.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -162,7 +165,8 @@ class PairResult:
     def check(self) -> None:
         """Refuse (``ValueError`` naming the pair) what no arena plays: labels that are not
         two different non-empty strings, per-deal sums that are not equally long 1-D integer
-        arrays of at least one deal, or a deal without hands (its margin would divide by 0)."""
+        arrays of at least one deal, a deal without hands (its margin would divide by 0), hands
+        that differ between the agents or the deals, or a deal whose scores are not zero-sum."""
         for key in ("a", "b"):
             label = getattr(self, key)
             if not isinstance(label, str) or not label:
@@ -183,6 +187,17 @@ class PairResult:
             raise ValueError(f"pair {self.a} - {self.b}: no deals")
         if (self.hands_a < 1).any() or (self.hands_b < 1).any():
             raise ValueError(f"pair {self.a} - {self.b}: a deal without hands")
+        if (self.hands_a != self.hands_b).any() or (self.hands_a != self.hands_a[0]).any():
+            raise ValueError(
+                f"pair {self.a} - {self.b}: hands_a and hands_b must be one number for every "
+                "deal (each deal is played in the same seatings, fair to both agents)"
+            )
+        unpaid = np.flatnonzero(self.score_a + self.score_b)
+        if unpaid.size:
+            raise ValueError(
+                f"pair {self.a} - {self.b}: deal {int(unpaid[0])}'s scores do not sum to 0 (every "
+                "seat is one of the two agents', and a hand is zero-sum)"
+            )
 
     def per_deal(self) -> np.ndarray:
         """float ``[D]``: the paired margin ``a - b`` of each deal (points per hand)."""
@@ -412,14 +427,34 @@ def fit_ladder(
 
 # --------------------------------------------------------------------------- playing
 def fingerprint(spec: str) -> str | None:
-    """The sha256 of a shipped policy's checkpoint (``ppo-guiyang[:...]``), else None: what
-    must match for a published pair to be reused."""
-    name = spec.split(":")[0]
+    """What must match for a published pair to be reused: the sha256 of the network a spec
+    plays, a shipped policy's (``ppo-guiyang[:...]``), a checkpoint file's (``ppo:PATH[:...]``,
+    ``sb3:PATH``) or a search agent's BASE's (``search:BASE[:...]``); None for an agent of code
+    alone, or a file that is not there (the spec then fails when it is made)."""
+    name, _, arg = spec.partition(":")
     if name in SHIPPED_POLICIES:
         from agents.ppo import provenance
 
         return provenance(name)["sha256"]
-    return None
+    path = None
+    if name == "search" and arg:
+        from agents.search import parse_spec
+
+        try:
+            return fingerprint(parse_spec(arg)[0])
+        except ValueError:
+            return None
+    if name == "ppo" and arg:
+        from agents.ppo import OPTIONS
+
+        path = arg
+        while path.rpartition(":")[2] in OPTIONS and path.rpartition(":")[0]:
+            path = path.rpartition(":")[0]
+    elif name in ("sb3", "sb3+trusted") and arg:
+        path = arg
+    if path is None or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def check_versus(versus: Sequence[str], specs: Sequence[str], flag_text: str | None = None) -> None:

@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,8 +68,8 @@ def test_the_fit_of_exact_margins_is_exact_and_weighs_by_variance():
 
 
 def test_pair_margins_residuals_and_chi_square_from_hand_built_sums():
-    # deal margins: (6/12 - -6/12) = 1.0 and (0/12 - 12/12) = -1.0
-    p = PairResult("a", "b", np.array([6, 0]), np.array([-6, 12]), np.full(2, 12), np.full(2, 12))
+    # deal margins: (6/12 - -6/12) = 1.0 and (-6/12 - 6/12) = -1.0
+    p = PairResult("a", "b", np.array([6, -6]), np.array([-6, 6]), np.full(2, 12), np.full(2, 12))
     assert p.per_deal().tolist() == [1.0, -1.0]
     q = p.swapped()
     assert (q.a, q.b) == ("b", "a") and q.per_deal().tolist() == [-1.0, 1.0]
@@ -88,7 +89,7 @@ def test_pair_margins_residuals_and_chi_square_from_hand_built_sums():
     with pytest.raises(ValueError, match="anchor 'random' is not among"):
         fit_ladder(["a", "b"], ["a", "b"], [p])
     with pytest.raises(ValueError, match="at least 2 deals"):
-        one = PairResult("a", "b", *(np.ones(1, dtype=np.int64),) * 4)
+        one = PairResult("a", "b", np.ones(1, int), -np.ones(1, int), *(np.ones(1, int),) * 2)
         fit_ladder(["a", "b"], ["a", "b"], [one], anchor="a")
 
 
@@ -246,6 +247,21 @@ def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path):
     assert "chunk_games" not in pair.to_json() and "machine" not in pair.to_json()
     back = PairResult.from_json(row)
     assert back.swapped().machine == row["machine"] and back.swapped().chunk_games == 12
+
+
+@pytest.mark.parametrize(
+    "sums, message",
+    [
+        (([3, -3], [-3, 2], [6, 6], [6, 6]), "deal 1's scores do not sum to 0"),
+        (([3, -3], [-3, 3], [6, 6], [6, 12]), "must be one number for every deal"),
+        (([3, -3], [-3, 3], [6, 12], [6, 12]), "must be one number for every deal"),
+    ],
+)
+def test_per_deal_sums_no_arena_plays_are_refused(sums, message):
+    """A ladder file's pair was read with any hands and scores: 1 hand in a deal of 12, or a
+    deal that paid more than it took."""
+    with pytest.raises(ValueError, match=re.escape("pair a - b: ") + ".*" + re.escape(message)):
+        PairResult("a", "b", *(np.array(x) for x in sums)).check()
 
 
 @pytest.mark.parametrize(
@@ -439,3 +455,32 @@ def test_device_cuda_is_refused_where_torch_sees_none(capsys):
         ladder.main(["--agents", "random,greedy", "--deals", "2", "--device", "cuda"])
     assert info.value.code == 2
     assert "device 'cuda': torch sees no CUDA device" in capsys.readouterr().err
+
+
+def test_a_pair_is_reused_only_while_every_network_it_played_is_the_same(tmp_path, monkeypatch):
+    """The fingerprint read only shipped names: a search over ppo-guiyang, or ppo:PATH
+    retrained into the same file, had none, and its stale pairs were reused after a re-ship."""
+    from agents.ppo import provenance
+
+    shipped = provenance("ppo-guiyang")["sha256"]
+    assert ladder.fingerprint("search:ppo-guiyang:leaf=0") == shipped
+    assert ladder.fingerprint("search:ppo-guiyang:greedy:k=8") == shipped
+    ckpt = tmp_path / "run" / "latest.pt"
+    ckpt.parent.mkdir()
+    ckpt.write_bytes(b"weights, version 1")
+    first = ladder.fingerprint(f"ppo:{ckpt}:greedy")
+    assert first == ladder.fingerprint(f"search:ppo:{ckpt}:k=4")
+    ckpt.write_bytes(b"weights, version 2")
+    assert ladder.fingerprint(f"ppo:{ckpt}") not in (None, first)
+    assert ladder.fingerprint("rule") is None and ladder.fingerprint("search:rule") is None
+    rules = ladder.Rules.make("guiyang")
+    published = str(Path(__file__).resolve().parents[1] / "docs" / "ladder-guiyang.json")
+    pairs = ladder.reusable(published, rules, 2000, 4001, "permute")
+    searched = [k for k in pairs if k[0].startswith("search:ppo-guiyang")]
+    assert searched  # the published pairs of the search agents are reusable as they stand
+    monkeypatch.setattr(
+        "agents.ppo.provenance", lambda name: {**provenance(name), "sha256": "re-shipped"}
+    )
+    again = ladder.reusable(published, rules, 2000, 4001, "permute")
+    assert not [k for k in again if "ppo-guiyang" in k[0] or "ppo-guiyang" in k[1]]
+    assert ("rule", "greedy") in again
