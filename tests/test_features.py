@@ -9,7 +9,7 @@ from agents import make_agent
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.settlement import meld_tiles
-from zhuoji_env.engine.state import AN_KONG, BU_KONG, MING_KONG
+from zhuoji_env.engine.state import AN_KONG, BU_KONG, MING_KONG, ROB
 from zhuoji_env.envs import SelfPlayVecEnv
 from zhuoji_env.observation import (
     FEATURES_SIZE,
@@ -35,6 +35,8 @@ def reference(st, g, seat, table):
             hidden_from_seat += 4 * (st.meld[g, s] == AN_KONG)
     live = st.wall[g, st.front[g] : st.back[g] + 1]
     hidden_from_seat += np.bincount(live, minlength=27)
+    if st.phase[g] == ROB and seat != st.turn_seat[g]:  # the added tile, shown to every seat
+        hidden_from_seat[st.tile[g]] -= 1
     passport = [
         bool(np.isin(st.meld[g, (seat + j) % n], [AN_KONG, BU_KONG, MING_KONG]).any())
         or st.baoting[g, (seat + j) % n] > 0
@@ -100,6 +102,28 @@ def test_features_match_the_state(preset, players):
         actions[kongs] = np.argmax(masks[kongs, A.ANGANG :], 1) + A.ANGANG  # every kong offered
         obs, masks, seats, *_ = env.step(actions)
     assert checked > 1000 and ready > 50 and ready_turn > 20 and passports > 50
+
+
+@pytest.mark.parametrize("players", [4, 3])
+def test_a_rob_windows_added_tile_is_not_unseen(players):
+    """The robber sees the fourth 5m added to the pong (the ``tile`` block), still in the bugang
+    seat's hand: ``unseen`` counted it, and ``live_waits`` put the robber's 5m wait at 1/4."""
+    from test_belief import rob_position
+
+    from zhuoji_env.observation import encode_one
+
+    rules, st = rob_position(players)
+    table = rules.pattern_table
+    for seat in range(players):
+        obs = encode_one(st, 0, seat)
+        row = np.concatenate([obs, features(obs[None], table)[0]])[None]
+        unseen, _, value, live = reference(st, 0, seat, table)
+        np.testing.assert_allclose(block(row, "unseen")[0], unseen)
+        np.testing.assert_allclose(block(row, "live_waits")[0], live, rtol=1e-6)
+    assert block(row, "unseen")[0, kind("5m")] == 0  # 3 in the pong and the one shown
+    robber = encode_one(st, 0, 2)
+    robber_row = np.concatenate([robber, features(robber[None], table)[0]])[None]
+    assert block(robber_row, "live_waits")[0, kind("5m")] == 0
 
 
 def test_v2_is_v1_then_features():

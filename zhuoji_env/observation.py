@@ -4,7 +4,11 @@ An observation is a flat float32 vector made of named blocks. Seats are **relati
 observer**: slot 0 is the observer, slot 1 its 下家 (the next seat to play), and so on; with 3
 players slot 3 is always zero. Tile axes are the 27 kinds (``1m``..``9s``). Nothing hidden from
 the observer is encoded: other seats' concealed tiles, the order of the wall, the flip tile and
-the kinds of other seats' concealed kongs never appear.
+the kinds of other seats' concealed kongs never appear. Some public facts are left out too:
+who fed each pong or 点豆 (which seat pays for a 点豆, RULES.md 7.3), which discards were
+claimed (``river_recent`` shows them unmarked), the order of discards between seats, and a
+pass-win penalty (包牌) paid during the hand; adding them would change ``OBS_SIZE`` and with it
+every trained network's input.
 
 =================== ========= ==============================================================
 block               shape     meaning
@@ -22,7 +26,8 @@ tile_from           4         the seat that discarded it or declared the bugang
 phase               4         turn, response to a discard, rob window, 报听 discard
 to_act              4         the seat asked now (always slot 0 when the observer must act)
 drawn               27        the tile the observer just drew, on its own turn
-turn_flags          3         this turn began with a draw; latest draw was a replacement
+turn_flags          3         the turn seat has drawn this turn (a draw, or a kong's
+                              replacement after a pong); latest draw was a replacement
                               (杠上开花 chance); the turn seat completed a kong this turn (热炮)
 yaoji               9         1s discarded so far /4; first 1s discarded by seat (4);
                               its fate: in the river (冲锋鸡), claimed (责任鸡), won on; claimer
@@ -487,6 +492,9 @@ def features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
     pong, kong = block(obs, "pong"), block(obs, "kong_exposed")
     own_kong = block(obs, "kong_concealed_own")
     seen = hand + 3 * pong.sum(1) + 4 * kong.sum(1) + 4 * own_kong + block(obs, "river").sum(1)
+    # a rob window shows the added tile, still in another seat's hand (its meld is a pong yet)
+    robbed = (block(obs, "phase")[:, 2] > 0) & (block(obs, "tile_from")[:, 0] == 0)
+    seen = seen + robbed[:, None] * block(obs, "tile").astype(np.int16)
     unseen = (4 - seen).astype(np.int16)
     view("unseen")[:] = unseen / 4
     view("passport")[:] = (block(obs, "kong_counts").sum(-1) > 0) | block(obs, "baoting").any(-1)
