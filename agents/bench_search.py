@@ -72,17 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     single = None
     print(f"{args.agent}, preset {args.preset}, seed {args.seed}")
     print(f"{'tables':>7} {'searched':>9} {'seconds':>9} {'ms/decision':>12} {'vs 1 table':>11}")
-    for row in rows:
-        ms = 1000 * row["seconds"] / max(row["searched"], 1)
+    for row in rows:  # no decision searched: no cost per searched decision, no ratio
+        ms = 1000 * row["seconds"] / row["searched"] if row["searched"] else None
         row["ms_per_decision"] = ms
         single = ms if single is None and row["tables"] == 1 else single
-        ratio = f"{ms / single:.2f}x" if single else "-"
+        ratio = f"{ms / single:.2f}x" if single and ms is not None else "-"
+        shown = "-" if ms is None else f"{ms:.1f}"
         print(
-            f"{row['tables']:>7} {row['searched']:>9} {row['seconds']:>9.2f} {ms:>12.1f} "
+            f"{row['tables']:>7} {row['searched']:>9} {row['seconds']:>9.2f} {shown:>12} "
             f"{ratio:>11}"
         )
     if args.json:
-        out = {"agent": args.agent, "preset": args.preset, "rows": rows, "machine": describe()}
+        settings = {"seed": args.seed, "warmup": args.warmup, "decisions": args.decisions}
+        out = {"agent": args.agent, "preset": args.preset, **settings, "rows": rows}
+        out["machine"] = describe()
         print(json.dumps(out))
     return 0
 

@@ -178,17 +178,32 @@ def test_sb3_bench_counts_learner_steps_times_batch(monkeypatch, capsys):
     assert lines[0] == "SB3VecEnv batch 4: 240 learner steps/s (random opponents)"
 
 
-@pytest.mark.parametrize("bad", [["--seconds", "0"], ["--batch", "0"]])
-def test_env_bench_rejects_bad_arguments(bad, capsys):
-    with pytest.raises(SystemExit) as info:
-        env_bench.main(bad)
-    assert info.value.code == 2
-    assert "error: --seconds and the batch sizes must be positive" in capsys.readouterr().err
+SECONDS = "--seconds must be a finite number >= 0.01 (time per measurement), got "
 
 
 @pytest.mark.parametrize(
     "bad, why",
-    [(["--batch", "0"], "--batch must be >= 1"), (["--seconds", "0"], "--seconds must be > 0")],
+    [
+        (["--seconds", "0"], SECONDS + "0.0"),
+        (["--seconds", "nan"], SECONDS + "nan"),  # 0 steps: a ZeroDivisionError, or "0/s"
+        (["--seconds", "inf"], SECONDS + "inf"),
+        (["--batch", "0"], "the batch sizes must be positive"),
+    ],
+)
+def test_env_bench_rejects_bad_arguments(bad, why, capsys):
+    with pytest.raises(SystemExit) as info:
+        env_bench.main(bad)
+    assert info.value.code == 2
+    assert f"error: {why}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (["--batch", "0"], "--batch must be >= 1"),
+        (["--seconds", "0"], SECONDS + "0.0"),
+        (["--seconds", "nan"], SECONDS + "nan"),
+    ],
 )
 def test_engine_bench_rejects_bad_arguments(bad, why, capsys):
     with pytest.raises(SystemExit) as info:

@@ -357,6 +357,16 @@ def test_bench_search_counts_and_refuses(capsys):
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert [r["tables"] for r in out["rows"]] == [1, 3]
     assert all(0 < r["searched"] <= r["tables"] and r["seconds"] > 0 for r in out["rows"])
+    assert out["seed"] == 0 and out["warmup"] == 2 and out["decisions"] == 1
+    # no decision searched (ppo-guiyang sure at table 1's first decision): no cost, no ratio;
+    # its time divided by 1 was the baseline of every ratio
+    none = ["--agent", "search:ppo-guiyang", "--tables", "1,16", "--warmup", "1"]
+    assert bench_search.main([*none, "--decisions", "1", "--json"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    rows = json.loads(text[-1])["rows"]
+    assert rows[0]["searched"] == 0 and rows[0]["ms_per_decision"] is None
+    assert rows[1]["searched"] > 0 and rows[1]["ms_per_decision"] > 0
+    assert text[-2].split()[-1] == "-"  # no ratio against a row without a cost
     for bad, said in (
         (["--agent", "rule"], "--agent must be a search:BASE spec"),
         (["--tables", "0"], "--tables must be integers >= 1"),

@@ -640,7 +640,9 @@ def test_bench_learner_reports_decisions_per_second_by_phase(capsys, one_torch_t
     assert (
         bench_learner.main(["--updates", "2", "--num-envs", "4", "--num-steps", "8", "--json"]) == 0
     )
-    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = capsys.readouterr()
+    res = json.loads(out.out)  # the JSON alone: the trainer's lines went to stderr
+    assert "training 64 decisions" in out.err
     assert res["decisions"] == 2 * 4 * 8 and 0 < res["trained_decisions"] <= 64
     assert set(res["phases"]) == {"env", "inference", "update", "other"}
     wall = sum(p["wall"] for p in res["phases"].values())
@@ -1045,3 +1047,20 @@ def test_rllib_two_nodes_without_ray_is_a_usage_error():
     assert "python -m training.rllib_two_nodes: error:" in done.stderr
     assert "the rllib extra is not installed" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--iterations", "0"], "--iterations 0: must be >= 1"),  # ran 2,000,000 decisions
+        (["--games", "0"], "--games 0: must be >= 1"),  # ZeroDivisionError
+        (["--minibatch", "0"], "--minibatch 0: must be >= 1"),
+        (["--runs", "foo:1"], "--runs: unknown run 'foo:1': ppo:P, aec:R or batched:R"),
+    ],
+)
+def test_bench_rllib_checks_its_flags_before_any_run(argv, said, capsys):
+    from training import bench_rllib
+
+    with pytest.raises(SystemExit) as exc:
+        bench_rllib.main(argv)
+    assert exc.value.code == 2 and said in capsys.readouterr().err

@@ -22,6 +22,8 @@ others' gradients counts as ``update``), the CPU seconds are summed over the pro
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 import tempfile
 
 from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag, json_text, plain
@@ -111,18 +113,19 @@ def main(argv: list[str] | None = None) -> int:
             f"is {share} decisions a process, fewer than the trainer's {Args.num_minibatches} "
             "minibatches"
         )
-    try:
-        res = measure(
-            a.updates,
-            a.num_envs,
-            a.num_steps,
-            a.bf16,
-            a.device,
-            a.seed,
-            a.features,
-            a.processes,
-            a.rule_hint,
-        )
+    try:  # with --json the trainer's own lines go to stderr: stdout holds the JSON alone
+        with contextlib.redirect_stdout(sys.stderr if a.json else sys.stdout):
+            res = measure(
+                a.updates,
+                a.num_envs,
+                a.num_steps,
+                a.bf16,
+                a.device,
+                a.seed,
+                a.features,
+                a.processes,
+                a.rule_hint,
+            )
     except FlagError as exc:  # checked by the trainer before any work: sizes, device, seed
         p.error(str(exc))
     res["settings"] = {

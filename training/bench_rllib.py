@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from training.cli import json_text, plain
+from zhuoji_env.machine import describe
 
 
 def run_ppo(a, processes: int) -> dict:
@@ -186,12 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--one", default="", help=argparse.SUPPRESS)  # a run in this process
     p.add_argument("--json", action="store_true", help="print one JSON line only")
     a = p.parse_args(argv)
+    small = [
+        f"--{k.replace('_', '-')} {getattr(a, k)}"
+        for k in ("rounds", "iterations", "games", "train_batch", "minibatch", "epochs", "hidden")
+        if getattr(a, k) < 1
+    ]
+    if small:  # --iterations 0 gave ppo_selfplay total_decisions 0: its 2,000,000 default
+        p.error(f"{small[0]}: must be >= 1")
     if a.train_batch % a.games or a.train_batch % a.minibatch:
         p.error("--games and --minibatch must divide --train-batch")
+    runs = [r for r in a.runs.split(",") if r]
+    for spec in [a.one] if a.one else runs:
+        kind, _, count = spec.partition(":")
+        if kind not in ("ppo", "aec", "batched") or not (count or "1").isdecimal():
+            p.error(f"--runs: unknown run {spec!r}: ppo:P, aec:R or batched:R")
     if a.one:
         print("BENCH " + json.dumps(run_one(a, a.one)), flush=True)
         return 0
-    runs = [r for r in a.runs.split(",") if r]
     passed = [x for x in (argv if argv is not None else sys.argv[1:]) if not x.startswith("--json")]
     results = []
     for rnd in range(a.rounds):
@@ -213,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     if a.json:
-        print(json_text({"settings": vars(a), "results": results}))
+        print(json_text({"settings": vars(a), "machine": describe(), "results": results}))
     return 0
 
 

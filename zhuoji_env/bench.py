@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.batch is not None and args.batch < 1:
         parser.error("--batch must be >= 1")
-    if args.seconds <= 0:
-        parser.error("--seconds must be > 0")
+    if not args.seconds >= 0.01 or args.seconds == float("inf"):  # NaN fails the first test
+        parser.error(
+            f"--seconds must be a finite number >= 0.01 (time per measurement), got {args.seconds}"
+        )
     sizes = [args.batch] if args.batch else [1, 16, 256, 4096]
     players = Rules.make(args.preset).num_players
     try:  # before any game: a batch of 10**12 would fill the machine's memory

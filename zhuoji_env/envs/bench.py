@@ -34,6 +34,7 @@ from zhuoji_env.envs.aec import env as make_aec
 from zhuoji_env.envs.single import SingleAgentEnv
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.limits import check_memory
+from zhuoji_env.machine import describe
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import PRESET_NAMES, Rules
 
@@ -169,8 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object last")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.batch < 1 or args.sb3_batch < 1:
-        parser.error("--seconds and the batch sizes must be positive")
+    if not args.seconds >= 0.01 or args.seconds == float("inf"):  # NaN fails the first test
+        parser.error(
+            f"--seconds must be a finite number >= 0.01 (time per measurement), got {args.seconds}"
+        )
+    if args.batch < 1 or args.sb3_batch < 1:
+        parser.error("the batch sizes must be positive")
     players = Rules.make(args.preset).num_players
     try:  # before any measurement: a batch of 10**12 would fill the machine's memory
         if args.only in (None, "selfplay"):
@@ -179,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             check_memory(f"--sb3-batch {args.sb3_batch}", sb3_memory(args.sb3_batch, players))
     except ValueError as exc:  # limits.SizeError, or a bad ZHUOJI_MEMORY_LIMIT
         parser.error(str(exc))
-    out: dict = {"preset": args.preset}
+    out: dict = {"preset": args.preset, "seconds": args.seconds}
     if args.only in (None, "aec"):
         r = out["aec"] = bench_aec(args.preset, args.seconds)
         print(
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 "steps/s (random opponents)"
             )
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps({**out, "machine": describe()}))
     return 0
 
 
