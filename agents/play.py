@@ -35,7 +35,7 @@ from agents.registry import make_agent, split_specs
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
-from zhuoji_env.engine.state import OVER, State
+from zhuoji_env.engine.state import OVER, RESPONSE, ROB, State
 from zhuoji_env.envs.render import render_table
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
@@ -130,8 +130,14 @@ def play_hand(
     unicode_tiles: bool = False,
     hand_no: int = 0,
 ) -> dict:
-    """Play one dealt hand to its end; returns its result (RULES.md 10)."""
+    """Play one dealt hand to its end; returns its result (RULES.md 10).
+
+    The others' moves are told as a player at the table sees them: a concealed kong without its
+    kind, no pass, and a claim (pong, kong, hu) only once its window has closed, as a seat's
+    choice is not shown to the seats asked after it (RULES.md 3.2): a pass, or a claim before
+    the human's turn in the same window, would tell who held the tile."""
     glyph = (lambda t: UNICODE[kind(t)]) if unicode_tiles else (lambda t: t)
+    claims: list[str] = []  # the others' claims in the open window
     while st.phase[0] != OVER:
         actor = int(st.actor[0])
         mask = st.mask[0]
@@ -155,8 +161,17 @@ def play_hand(
             obs = encode(st, np.array([0]), np.array([actor]), scores[None, :])
             a = int(decide(opponents[actor], obs, mask[None], st, np.array([0]))[0])
             name, tile = A.decode(a)
-            say(f"player_{actor}: {name}{' ' + glyph(tile) if tile else ''}")
+            if name == "angang":
+                say(f"player_{actor}: concealed kong")
+            elif st.phase[0] not in (RESPONSE, ROB):
+                say(f"player_{actor}: {name}{' ' + glyph(tile) if tile else ''}")
+            elif name != "pass":
+                claims.append(f"player_{actor}: {name}")
         core.step(rules, st, np.array([a]))
+        if st.phase[0] not in (RESPONSE, ROB):
+            for line in claims:
+                say(line)
+            claims.clear()
     return result_of(st, 0)
 
 
@@ -224,12 +239,15 @@ def main(
         except (Quit, EOFError):
             say("Bye.")
             return 0
+        except KeyboardInterrupt:  # Ctrl-C at the prompt
+            say("\nBye.")
+            return 130
         scores += np.array(result["deltas"])
-        hand_no += 1
         say("")
         say(_render(rules, st, args.seat, scores, args.unicode, hand_no))
         for line in _ledger_lines(result, args.seat, scores):
             say(line)
+        hand_no += 1
         dealer, streak = result["next_dealer"], result["next_streak"]
         try:
             again = ask("Another hand? [y/N] ").strip().lower()

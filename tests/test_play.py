@@ -174,3 +174,84 @@ def test_bad_options_are_refused_naming_them(capsys, argv, message):
         play.main(argv, ask, lambda line: None)
     assert info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_others_moves_are_told_as_the_table_sees_them():
+    """The move lines showed an opponent's concealed kong with its tile, every pass (who held
+    a pair of the discard, or waited on a robbed tile) and every claim at once, before the
+    seats asked after it had chosen (RULES.md 3.2)."""
+    from agents import make_agent
+    from agents.base import Agent
+    from zhuoji_env.engine import core
+    from zhuoji_env.engine.state import RESPONSE, ROB
+    from zhuoji_env.rules import Rules
+    from zhuoji_env.tiles import full_set
+
+    class Claimer(Agent):
+        """Takes a concealed kong, then any claim, where it may; else greedy's choice."""
+
+        name = "claimer"
+
+        def __init__(self, seed):
+            super().__init__(seed)
+            self.greedy = make_agent("greedy", seed=seed)
+
+        def _act(self, obs, mask):
+            acts = self.greedy.act(obs, mask)
+            for first in (A.ANGANG, A.HU, A.KONG, A.PONG):
+                rows = np.flatnonzero(
+                    mask[:, first : first + (27 if first == A.ANGANG else 1)].any(1)
+                )
+                picks = mask[rows, first : first + 27].argmax(1) if first == A.ANGANG else 0
+                acts[rows] = first + picks
+                if rows.size:
+                    break
+            return acts
+
+    rules = Rules.make("guiyang")
+    opponents = {s: Claimer(s) for s in (1, 2, 3)}
+    rng = np.random.default_rng(0)
+    told = []
+    hidden_kongs = 0
+    for _ in range(40):
+        st = core.deal(rules, rng.permutation(full_set())[None], 0, 0)
+        hidden_kongs -= int((st.meld == 2).sum())
+
+        def ask(prompt, st=st):
+            legal = np.flatnonzero(st.mask[0])
+            return str(legal[A.PASS == legal].max(initial=legal[0]))  # pass when it may
+
+        def say(line, st=st):
+            told.append((line, int(st.phase[0])))
+
+        play.play_hand(rules, st, 0, opponents, ask, say, np.zeros(4, np.int64))
+        hidden_kongs += int((st.meld[0, 1:] == 2).sum())
+    moves = [(line, phase) for line, phase in told if line.startswith("player_")]
+    assert not [m for m in moves if m[0].endswith(": pass")]
+    assert not [m for m in moves if "angang" in m[0]]
+    assert sum(line.endswith(": concealed kong") for line, _ in moves) == hidden_kongs > 0
+    claims = [m for m in moves if re.search(r": (pong|kong|hu)$", m[0])]
+    assert claims and all(phase not in (RESPONSE, ROB) for _, phase in claims)
+
+
+def test_the_end_of_hand_table_names_its_hand_and_ctrl_c_says_bye():
+    """The closing table of hand 1 said "hand 2/4"; Ctrl-C at the prompt ended in a traceback."""
+    out = []
+    answers = itertools.cycle(["hu", "pass", *CODES])
+
+    def ask(prompt):
+        return "n" if "another" in prompt.lower() else next(answers)
+
+    argv = ["--seed", "3", "--set", "hands_per_game=4"]
+    assert play.main(argv, ask, out.append) == 0
+    text = "\n".join(out)
+    closing = text[text.rindex("\nZhuoji mahjong") :]  # the table drawn as the hand ended
+    assert "hand 1/4" in closing and "hand 2/4" not in text
+    assert "Hand over: " in closing and "this hand [" in closing
+
+    def interrupted(prompt):
+        raise KeyboardInterrupt
+
+    out.clear()
+    assert play.main(["--seed", "3"], interrupted, out.append) == 130
+    assert out[-1].strip() == "Bye."

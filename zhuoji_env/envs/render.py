@@ -184,4 +184,4 @@ def _result_line(result: Mapping[str, Any], names: Sequence[str], glyphs) -> str
     flip = result.get("flip")
     flip_text = f", flip {glyphs[kind(flip)]}" if flip else ""
     deltas = ", ".join(f"{d:+d}" for d in result["deltas"])
-    return f"{result['end']} (winners: {winners}{flip_text}); scores [{deltas}]"
+    return f"{result['end']} (winners: {winners}{flip_text}); this hand [{deltas}]"
