@@ -22,7 +22,7 @@ from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import as_generator
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
 from zhuoji_env.envs.common import as_mask
-from zhuoji_env.observation import OBS_SIZE, block
+from zhuoji_env.observation import OBS_SIZE, block, seen_kinds
 from zhuoji_env.tiles import NUM_KINDS
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -207,14 +207,10 @@ def own_melds(obs: np.ndarray):
 
 
 def visible_counts(obs: np.ndarray) -> np.ndarray:
-    """int ``[k,27]``: copies of each kind the observer can see (own hand and kongs, every
-    seat's pongs and exposed kongs, every discard still lying in a river)."""
-    seen = counts(obs, "hand")
-    seen = seen + _MELD_TILES * counts(obs, "pong").sum(1)
-    seen = seen + 4 * counts(obs, "kong_exposed").sum(1)
-    seen = seen + 4 * counts(obs, "kong_concealed_own")
-    seen = seen + counts(obs, "river").sum(1)
-    return seen
+    """int ``[k,27]``: copies of each kind the observer can see
+    (:func:`zhuoji_env.observation.seen_kinds`: own hand and kongs, every seat's pongs and
+    exposed kongs, every discard still lying in a river, a rob window's added tile)."""
+    return seen_kinds(obs)
 
 
 def live_counts(obs: np.ndarray) -> np.ndarray:

@@ -26,8 +26,9 @@ A **protocol** fixes everything but the agents, so two papers' numbers compare:
 greedy, rule and the preset's shipped policy always in the field. A new agent joins with
 ``--plugin MODULE --agents mine`` (the module registers ``mine`` with
 :func:`agents.register_agent`); ``--reuse LADDER.json`` takes the pairs of a published ladder
-that were played under the same protocol by the same agents (a shipped policy's checkpoint
-must have the same sha256) instead of playing them again. ``--versus A,B`` plays only the
+that were played under the same protocol by the same agents (the network each plays, a
+shipped policy's, a checkpoint's or a search agent's BASE's, must have the same sha256:
+:func:`fingerprint`) instead of playing them again. ``--versus A,B`` plays only the
 pairs with A or B in them (the reused pairs are fitted all the same): an expensive agent can be
 rated from some of its pairs, as long as they connect it to ``random``. ``--device cuda`` runs
 the policy networks on a GPU (:func:`agents.registry.on_device`), under the same labels.
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -428,33 +430,59 @@ def fit_ladder(
 # --------------------------------------------------------------------------- playing
 def fingerprint(spec: str) -> str | None:
     """What must match for a published pair to be reused: the sha256 of the network a spec
-    plays, a shipped policy's (``ppo-guiyang[:...]``), a checkpoint file's (``ppo:PATH[:...]``,
-    ``sb3:PATH``) or a search agent's BASE's (``search:BASE[:...]``); None for an agent of code
-    alone, or a file that is not there (the spec then fails when it is made)."""
+    plays, a shipped policy's (``ppo-guiyang[:...]``), a checkpoint's (``ppo:PATH[:...]``,
+    ``sb3:PATH``, the files of ``rllib:PATH``'s learner) or a search agent's BASE's
+    (``search:BASE[:...]``); None for an agent of code alone, or a network that cannot be read
+    (the spec then fails when it is made)."""
     name, _, arg = spec.partition(":")
     if name in SHIPPED_POLICIES:
         from agents.ppo import provenance
 
         return provenance(name)["sha256"]
-    path = None
-    if name == "search" and arg:
-        from agents.search import parse_spec
-
-        try:
-            return fingerprint(parse_spec(arg)[0])
-        except ValueError:
-            return None
-    if name == "ppo" and arg:
-        from agents.ppo import OPTIONS
-
-        path = arg
-        while path.rpartition(":")[2] in OPTIONS and path.rpartition(":")[0]:
-            path = path.rpartition(":")[0]
-    elif name in ("sb3", "sb3+trusted") and arg:
-        path = arg
-    if path is None or not Path(path).is_file():
+    if not arg:
         return None
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    try:
+        if name == "search":
+            from agents.search import parse_spec
+
+            return fingerprint(parse_spec(arg)[0])
+        if name == "ppo":
+            from agents.ppo import OPTIONS, split_options
+
+            return _digest(Path(split_options(arg, OPTIONS, exclusive=DEVICES)[0]))
+        if name in ("sb3", "sb3+trusted"):
+            return _digest(Path(arg))
+        if name in ("rllib", "rllib+trusted"):
+            from agents.ppo import split_options
+            from agents.rllib import CHECKPOINT, COMPONENT_LEARNER_GROUP
+
+            run = Path(split_options(arg, ("greedy",))[0])
+            found = [p / COMPONENT_LEARNER_GROUP for p in (run / CHECKPOINT, run)]
+            return next((_digest(p) for p in found if p.is_dir()), None)
+    except (OSError, ValueError, ImportError):  # a name too long, a file not readable, a bad
+        return None  # option, or rllib: without Ray (which could not play it either)
+    return None
+
+
+def _digest(path: Path) -> str | None:
+    """The sha256 of a file, or of a folder's files (their relative names and contents, in
+    name order); None where there is none. Kept per file, size and time of change: a ladder
+    reads the same checkpoint for each of its pairs."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    if not files or not all(p.is_file() for p in files):
+        return None
+    stamps = tuple((str(p), *((st := p.stat()).st_ino, st.st_size, st.st_mtime_ns)) for p in files)
+    return _hashed(str(path), stamps)
+
+
+@functools.lru_cache(maxsize=64)
+def _hashed(root: str, stamps: tuple) -> str:
+    digest = hashlib.sha256()
+    for name, *_ in stamps:
+        if len(stamps) > 1:
+            digest.update(str(Path(name).relative_to(root)).encode() + b"\0")
+        digest.update(Path(name).read_bytes())
+    return digest.hexdigest()
 
 
 def check_versus(versus: Sequence[str], specs: Sequence[str], flag_text: str | None = None) -> None:

@@ -470,9 +470,10 @@ def test_a_pair_is_reused_only_while_every_network_it_played_is_the_same(tmp_pat
     ckpt.write_bytes(b"weights, version 1")
     first = ladder.fingerprint(f"ppo:{ckpt}:greedy")
     assert first == ladder.fingerprint(f"search:ppo:{ckpt}:k=4")
-    ckpt.write_bytes(b"weights, version 2")
+    ckpt.write_bytes(b"weights, version 2, retrained")
     assert ladder.fingerprint(f"ppo:{ckpt}") not in (None, first)
     assert ladder.fingerprint("rule") is None and ladder.fingerprint("search:rule") is None
+    assert ladder.fingerprint("ppo:" + "a" * 300) is None  # a name too long: no OSError
     rules = ladder.Rules.make("guiyang")
     published = str(Path(__file__).resolve().parents[1] / "docs" / "ladder-guiyang.json")
     pairs = ladder.reusable(published, rules, 2000, 4001, "permute")

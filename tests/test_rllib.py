@@ -171,6 +171,19 @@ def test_a_second_run_into_a_folder_being_written_exits_2(tmp_path, capsys):
     assert sorted(p.name for p in run.iterdir()) == []  # the lock let go, nothing written
 
 
+def test_the_ladder_fingerprints_an_rllib_run_by_its_learners_files(tmp_path):
+    """A run continued with --resume plays another network under the same rllib:OUT_DIR: its
+    pairs must not be reused."""
+    from agents import ladder
+
+    learner = tmp_path / "run" / "checkpoint" / "learner_group" / "learner"
+    learner.mkdir(parents=True)
+    (learner / "module_state.pkl").write_bytes(b"weights")
+    before = ladder.fingerprint(f"rllib:{tmp_path / 'run'}:greedy")
+    (learner / "module_state.pkl").write_bytes(b"weights, resumed")
+    assert before is not None and before != ladder.fingerprint(f"rllib:{tmp_path / 'run'}")
+
+
 def test_rllib_agent_spec_errors(tmp_path):
     with pytest.raises(ValueError, match="needs a checkpoint"):
         make_agent("rllib")

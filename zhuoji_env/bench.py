@@ -22,6 +22,15 @@ from zhuoji_env.machine import describe
 from zhuoji_env.rules import PRESET_NAMES, Rules
 
 
+def check_seconds(parser: argparse.ArgumentParser, seconds: float) -> None:
+    """A benchmark's ``--seconds``: finite and at least 0.01 (NaN would measure nothing and
+    report 0 a second, or divide by its 0 steps)."""
+    if not 0.01 <= seconds < float("inf"):
+        parser.error(
+            f"--seconds must be a finite number >= 0.01 (time per measurement), got {seconds}"
+        )
+
+
 def bench_engine(preset: str, batch: int, seconds: float, seed: int = 0) -> dict:
     """Decisions and hands per second of random play at one batch size."""
     game = BatchGame(preset, batch, seed=seed)
@@ -68,10 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.batch is not None and args.batch < 1:
         parser.error("--batch must be >= 1")
-    if not args.seconds >= 0.01 or args.seconds == float("inf"):  # NaN fails the first test
-        parser.error(
-            f"--seconds must be a finite number >= 0.01 (time per measurement), got {args.seconds}"
-        )
+    check_seconds(parser, args.seconds)
+
     sizes = [args.batch] if args.batch else [1, 16, 256, 4096]
     players = Rules.make(args.preset).num_players
     try:  # before any game: a batch of 10**12 would fill the machine's memory

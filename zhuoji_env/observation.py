@@ -474,6 +474,23 @@ def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 
     return out
 
 
+def seen_kinds(obs: np.ndarray) -> np.ndarray:
+    """int16 ``[k, 27]``: copies of each kind the observer of v1 observations ``obs`` has
+    seen: its own hand and kongs, every seat's pongs and exposed kongs, every discard still in a
+    river, and in a rob window the added tile, shown though still in another seat's hand (its
+    meld is a pong yet)."""
+    seen = (
+        block(obs, "hand")
+        + 3 * block(obs, "pong").sum(1)
+        + 4 * block(obs, "kong_exposed").sum(1)
+        + 4 * block(obs, "kong_concealed_own")
+        + block(obs, "river").sum(1)
+    )
+    robbed = (block(obs, "phase")[:, 2] > 0) & (block(obs, "tile_from")[:, 0] == 0)
+    seen = seen + robbed[:, None] * block(obs, "tile")
+    return np.rint(seen).astype(np.int16)
+
+
 def features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
     """float32 ``[k, FEATURES_SIZE]``: the v2 blocks (module docstring) of v1 observations
     ``[k, OBS_SIZE]``, derived from them alone; ``table`` is ``Rules.pattern_table`` (the
@@ -491,11 +508,7 @@ def features(obs: np.ndarray, table: dict[str, int]) -> np.ndarray:
     hand = block(obs, "hand").astype(np.int16)
     pong, kong = block(obs, "pong"), block(obs, "kong_exposed")
     own_kong = block(obs, "kong_concealed_own")
-    seen = hand + 3 * pong.sum(1) + 4 * kong.sum(1) + 4 * own_kong + block(obs, "river").sum(1)
-    # a rob window shows the added tile, still in another seat's hand (its meld is a pong yet)
-    robbed = (block(obs, "phase")[:, 2] > 0) & (block(obs, "tile_from")[:, 0] == 0)
-    seen = seen + robbed[:, None] * block(obs, "tile").astype(np.int16)
-    unseen = (4 - seen).astype(np.int16)
+    unseen = (4 - seen_kinds(obs)).astype(np.int16)
     view("unseen")[:] = unseen / 4
     view("passport")[:] = (block(obs, "kong_counts").sum(-1) > 0) | block(obs, "baoting").any(-1)
     waits = block(obs, "waits") > 0

@@ -535,7 +535,7 @@ function drawTable(st) {
 }
 function pct(p) { return (100 * p).toFixed(1) + '%'; }
 function show(i) {
-  if (!Number.isFinite(i)) return;  // an empty or unreadable decision box
+  if (!Number.isFinite(i)) return;  // a decision box that holds no number
   cur = Math.max(0, Math.min(N, Math.round(i)));
   const st = D.steps[cur];
   $('step-label').textContent = cur < N ? 'Decision ' + (cur + 1) + ' / ' + N :

@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from zhuoji_env.bench import check_seconds
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.envs.aec import env as make_aec
@@ -170,10 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object last")
     args = parser.parse_args(argv)
-    if not args.seconds >= 0.01 or args.seconds == float("inf"):  # NaN fails the first test
-        parser.error(
-            f"--seconds must be a finite number >= 0.01 (time per measurement), got {args.seconds}"
-        )
+    check_seconds(parser, args.seconds)
     if args.batch < 1 or args.sb3_batch < 1:
         parser.error("the batch sizes must be positive")
     players = Rules.make(args.preset).num_players
