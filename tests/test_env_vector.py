@@ -437,3 +437,34 @@ def test_hidden_draws_are_the_tiles_each_seat_draws_next(players):
             assert not pred[r][len(got) :].any()  # draws that the emptied wall never gave
             short += len(got) < draws
     assert len(asked) > 20 * games and short > 0
+
+
+def test_selfplay_constructor_seed_is_the_first_resets_and_later_ones_follow_it():
+    """``reset()`` without a seed dealt fresh random games whatever the constructor's seed,
+    so a seeded environment was not reproducible."""
+    a, b = (SelfPlayVecEnv(4, seed=7, encode_obs=False) for _ in range(2))
+    first = a.game.state.wall.copy()
+    a.reset(), b.reset()
+    assert (a.game.state.wall == first).all() and (b.game.state.wall == first).all()
+    a.reset(), b.reset()
+    assert (a.game.state.wall == b.game.state.wall).all()
+    assert not (a.game.state.wall == first).all()
+    a.reset(seed=3), b.reset(seed=3)
+    a.reset(), b.reset()
+    assert (a.game.state.wall == b.game.state.wall).all()
+
+
+def test_selfplay_rewards_equal_their_transitions_at_any_scale():
+    """The rewards rounded twice (float32 score times float32 scale), the transitions once:
+    3 x 0.3 gave 0.90000004 in one and 0.9 in the other."""
+    env = SelfPlayVecEnv(32, seed=1, encode_obs=False, reward_scale=0.3)
+    env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    ended = 0
+    for _ in range(300):
+        *_, rewards, dones, infos = env.step(env.random_actions(rng))
+        tr = infos["transitions"]
+        end = tr.done
+        np.testing.assert_array_equal(tr.reward[end], rewards[tr.game[end], tr.seat[end]])
+        ended += int(dones.sum())
+    assert ended > 20

@@ -8,9 +8,11 @@ reward_scale=1.0, **switches)`` (``num_envs`` an integer >= 1, ``encode_obs`` an
 ``BatchGame(B, auto_reset=True)`` in lock-step. In every game exactly one seat decides at a
 time (RULES.md 3), so a step takes one action per game, for whichever seat is asked:
 
-- ``reset(seed=None, options=None) -> (obs, masks, seats)``: ``obs`` float32 ``[B, OBS_SIZE]``,
-  the observations of the B seats to act (``observation.encode`` in one call), ``masks`` bool
-  ``[B, 86]`` their legal actions, ``seats`` int64 ``[B]`` which seat acts in each game.
+- ``reset(seed=None, options=None) -> (obs, masks, seats)`` (without a seed: the constructor's
+  at the first reset, then a generator seeded by the last seed given): ``obs`` float32
+  ``[B, OBS_SIZE]``, the observations of the B seats to act (``observation.encode`` in one
+  call), ``masks`` bool ``[B, 86]`` their legal actions, ``seats`` int64 ``[B]`` which seat acts
+  in each game.
   ``options={"walls": [B,108], "dealers": [B]}`` deals the first hands from given walls (one
   per game, each as for the AEC environment's ``wall``; ``dealers`` one seat or ``B``); another
   key is a ``ValueError``.
@@ -146,14 +148,25 @@ class SelfPlayVecEnv:
         self.game = BatchGame(
             self.rules, num_envs, seed=seed, auto_reset=True, keep_records=keep_records
         )
+        self._seed = seed  # what the first reset() without a seed deals
+        self._rng = np.random.default_rng(seed)  # the seeds of later ones
         self._rows = np.arange(num_envs)
         self._pending = np.full((num_envs, self.num_players), -1, dtype=np.int64)
         self.step_id = 0
         self._started = False
 
     def reset(self, seed: int | None = None, options: Mapping | None = None):
-        """New matches in every game: ``(obs, masks, seats)`` of the first deciders."""
+        """New matches in every game: ``(obs, masks, seats)`` of the first deciders. Without a
+        seed the first reset deals the constructor's seed, and later ones continue a generator
+        seeded by the last seed given (fresh entropy where none was), as the other
+        environments do."""
         seed = check_seed(seed)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        elif self._seed is not None and not self._started:
+            seed = self._seed
+        else:
+            seed = int(self._rng.integers(2**63))
         options = check_reset_options(options, "walls", "dealers")
         if "walls" in options:
             walls = wall_rows(options["walls"], self.num_envs)
@@ -219,7 +232,7 @@ class SelfPlayVecEnv:
         else:
             trans = _empty_transitions()
         obs, masks, next_seats = self._observe()
-        rewards = out.rewards.astype(np.float32) * np.float32(self.reward_scale)
+        rewards = (out.rewards * self.reward_scale).astype(np.float32)  # as the transitions
         infos = {
             "transitions": trans,
             "step_id": t,
