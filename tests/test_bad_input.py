@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -342,3 +343,76 @@ def test_replay_does_not_change_the_record():
     before = copy.deepcopy(rec)
     replay(rec)
     assert rec == before
+
+
+# --------------------------------------------------------------------------- core Python APIs
+def test_an_empty_wall_is_a_record_error_and_the_cli_goes_on(tmp_path, capsys):
+    """``kind_counts`` of no tiles raised numpy's reshape error: a traceback, exit 1, and the
+    next file never replayed."""
+    with pytest.raises(RecordError, match="bad wall: 0 tiles, expected 108"):
+        replay({"wall": "", "dealer": 0, "actions": []})
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"wall": "", "dealer": 0, "actions": []}))
+    good = Path(__file__).parent / "data" / "records" / "guiyang-2-ron.json"
+    assert replay_cli.main([str(empty), str(good)]) == 2
+    out = capsys.readouterr()
+    assert "bad wall: 0 tiles" in out.err and "guiyang-2-ron.json" in out.out + out.err
+
+
+def test_state_take_and_legal_names_need_game_indices():
+    """``take(1)`` dropped the batch axis of every field (a "State" of 108 games of 27 seats);
+    ``legal_names(st, -1)`` read the last game, ``True`` game 1."""
+    from zhuoji_env.engine import core
+
+    st = BatchGame("guiyang", 2, seed=0).state
+    for bad in (1, [-1], [2], [True, False], [1.0], [[0]]):
+        with pytest.raises(ValueError, match="game ind"):
+            st.take(bad)
+    assert st.take([1, 1]).batch_size == 2  # repeats are a take's business
+    for bad in (-1, True, 1.0, 2):
+        with pytest.raises(ValueError, match="game ind"):
+            core.legal_names(st, bad)
+    assert core.legal_names(st, np.int64(1)) == core.legal_names(st, 1)
+
+
+def test_deal_refuses_what_it_truncated():
+    """A float wall failed deep in numpy; dealer 1.7 dealt seat 1, True seat 1, streak 2.9 a
+    streak of 2; a preset name met an AttributeError."""
+    from zhuoji_env.engine import core
+    from zhuoji_env.tiles import full_set
+
+    rules = Rules.make("guiyang")
+    wall = np.random.default_rng(0).permutation(full_set())[None]
+    for walls, dealer, streak, said in [
+        (wall.astype(float), 0, 0, "walls must hold integer kinds 0-26, got dtype float64"),
+        (np.zeros((0, 108), int), 0, 0, "with B >= 1"),
+        (wall, 1.7, 0, "dealer must be a seat 0-3 and streak an integer >= 0"),
+        (wall, True, 0, "dealer must be a seat 0-3 and streak an integer >= 0"),
+        (wall, 0, 2.9, "dealer must be a seat 0-3 and streak an integer >= 0"),
+        (wall, 0, "a", "dealer must be a seat 0-3 and streak an integer >= 0"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(said)):
+            core.deal(rules, walls, dealer, streak)
+    with pytest.raises(TypeError, match="deal takes Rules"):
+        core.deal("guiyang", wall, 0)
+    assert core.deal(rules, wall, np.int64(1), 2).dealer.tolist() == [1]
+
+
+def test_hand_checks_refuse_bad_meld_counts_and_flags():
+    """``is_win(hand, 0.5)`` or ``'0'`` was silently False and ``waits(hand, -1)`` empty;
+    ``seven_pairs="no"`` counted as true; ``change=1.0`` failed deep in numpy."""
+    from zhuoji_env import hands
+    from zhuoji_env.tiles import to_counts
+
+    pairs = to_counts("1m1m3m3m5m5m7m7m9m9m1p1p5p5p")
+    assert hands.is_win(pairs, 0)
+    for melds in (0.5, "0", -1, 5, None, True):
+        with pytest.raises(ValueError, match="melds must be integers 0-4"):
+            hands.is_win(pairs, melds)
+        with pytest.raises(ValueError, match="melds must be integers 0-4"):
+            hands.waits(pairs[None, :].repeat(1, 0) - np.eye(27, dtype=np.int8)[0], melds)
+    with pytest.raises(TypeError, match="seven_pairs must be True or False, got 'no'"):
+        hands.shanten(pairs, seven_pairs="no")
+    for change in (1.0, True):
+        with pytest.raises(ValueError, match="change must be \\+1"):
+            hands.shanten_neighbours(pairs - np.eye(27, dtype=np.int8)[0], change)

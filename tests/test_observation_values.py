@@ -121,7 +121,7 @@ def built_state():
         0, YAOJI_CLAIMED, 2, 1,
     )  # fmt: skip
     # game 0: the same table, seat 0 to play having drawn 9p
-    st.put(0, st.take(1))
+    st.put([0], st.take([1]))
     st.phase[0], st.turn_seat[0], st.actor[0], st.tile[0] = TURN, 0, 0, -1
     st.drawn[0] = kind("9p")
     st.hand[0, 0, kind("9p")] += 1

@@ -177,14 +177,34 @@ def test_from_counts_and_str():
 @pytest.mark.parametrize(
     "bad, why",
     [
-        (np.zeros(26), r"got shape \(26,\)"),
-        (np.zeros((2, 27)), r"got shape \(2, 27\)"),
-        (-np.eye(27)[9], "got negative counts of 1p"),
+        (np.zeros(26, int), r"got int64 of shape \(26,\)"),
+        (np.zeros((2, 27), int), r"got int64 of shape \(2, 27\)"),
+        (-np.eye(27, dtype=int)[9], "got other counts of 1p"),
+        (5 * np.eye(27, dtype=int)[0], "got other counts of 1m"),  # five tiles of a kind
+        (np.r_[2.7, np.zeros(26)], r"got float64 of shape \(27,\)"),  # read as 2 before
+        (np.ones(27, bool), r"got bool of shape \(27,\)"),
     ],
 )
 def test_from_counts_bad(bad, why):
-    with pytest.raises(ValueError, match=f"expected 27 non-negative counts, {why}"):
+    with pytest.raises(ValueError, match=f"expected 27 integer counts 0-4, {why}"):
         T.from_counts(bad)
+
+
+def test_formats_and_counts_refuse_what_they_used_to_truncate_or_wrap():
+    """format_tiles ran int() before code(), so 0.9 read as 1m and "12" as 2m3m; to_counts
+    wrapped 130 copies to -126 in int8; kind_counts truncated floats."""
+    for bad in ([0.9], [True], "12"):
+        with pytest.raises(ValueError):
+            T.format_tiles(bad)
+    with pytest.raises(ValueError, match="more than 4 tiles of 1m: a kind has 4 copies"):
+        T.to_counts("1m" * 5)
+    with pytest.raises(ValueError, match="more than 4 tiles of 1m"):
+        T.to_counts("1m" * 130)
+    with pytest.raises(ValueError, match="tile kinds must be integers 0-26 in rows"):
+        T.kind_counts([[0.9, 26.5]])
+    with pytest.raises(ValueError, match="tile kinds must be integers 0-26 in rows"):
+        T.kind_counts(3)
+    assert T.kind_counts(np.zeros((2, 0), int)).shape == (2, 27)
 
 
 def test_counts_round_trip_random():

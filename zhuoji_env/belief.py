@@ -43,8 +43,8 @@ import numpy as np
 from zhuoji_env import hands
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
-from zhuoji_env.engine.game import as_generator, batch_memory, check_games, is_integer, is_real
-from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB, State
+from zhuoji_env.engine.game import as_generator, batch_memory, is_integer, is_real
+from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB, State, check_games
 from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import COPIES, NUM_KINDS, NUM_TILES

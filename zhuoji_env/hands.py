@@ -153,6 +153,20 @@ def _counts(concealed) -> np.ndarray:
     return c
 
 
+def _melds(melds) -> np.ndarray:
+    """Validated numbers of melds: integers 0-4 (an int, or an integer array to broadcast)."""
+    m = np.asarray(melds)
+    if m.dtype.kind not in "iu" or (m.size and (m.min() < 0 or m.max() > 4)):
+        raise ValueError(f"melds must be integers 0-4 (the number of melds), got {melds!r}")
+    return m
+
+
+def _check_seven_pairs(seven_pairs) -> None:
+    """``seven_pairs`` is True or False: a string such as ``"no"`` would count as true."""
+    if not isinstance(seven_pairs, (bool, np.bool_)):
+        raise TypeError(f"seven_pairs must be True or False, got {seven_pairs!r}")
+
+
 def suit_index(concealed) -> np.ndarray:
     """Base-5 index of each suit: ``[..., 3]`` int32 (counts must be 0-4)."""
     c = _counts(concealed)
@@ -174,7 +188,7 @@ def is_win(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
     i0, i1, i2 = idx[..., 0], idx[..., 1], idx[..., 2]
     standard = (WIN_CODE[i0] + WIN_CODE[i1] + WIN_CODE[i2]) == 6
     seven = (PAIR_CODE[i0] + PAIR_CODE[i1] + PAIR_CODE[i2]) == 7
-    return standard | (seven & (np.asarray(melds) == 0))
+    return standard | (seven & (_melds(melds) == 0))
 
 
 def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
@@ -195,7 +209,7 @@ def waits(concealed, melds: int | np.ndarray = 0) -> np.ndarray:
     packed = bits[..., 0] | (bits[..., 1] << 9) | (bits[..., 2] << 18)
     out = ((packed[..., None] >> _SHIFTS) & 1).astype(bool)
     odd = c % 2 == 1
-    seven = (odd.sum(-1) == 1) & (c.sum(-1) == 13) & (np.asarray(melds) == 0)
+    seven = (odd.sum(-1) == 1) & (c.sum(-1) == 13) & (_melds(melds) == 0)
     out |= seven[..., None] & odd
     return out
 
@@ -216,6 +230,7 @@ def shanten(concealed, seven_pairs: bool = True) -> np.ndarray:
     The standard shape counts exactly (at most four copies of a kind); with ``seven_pairs``,
     14-tile targets may also be seven pairs, four identical tiles counting as two pairs.
     """
+    _check_seven_pairs(seven_pairs)
     c = _counts(concealed)
     n = c.sum(-1)
     if np.any(n % 3 == 0) or np.any(n > 14):
@@ -245,8 +260,10 @@ def shanten_neighbours(concealed, change: int, seven_pairs: bool = True):
     the other two suits are combined once per hand and each kind costs one table lookup: about
     the cost of three :func:`shanten` calls instead of 28.
     """
-    if change not in (1, -1):
+    integer = isinstance(change, (int, np.integer)) and not isinstance(change, (bool, np.bool_))
+    if not integer or change not in (1, -1):  # 1.0 and True are no changes
         raise ValueError(f"change must be +1 (add a tile) or -1 (remove one), got {change!r}")
+    _check_seven_pairs(seven_pairs)
     c = _counts(concealed)
     n = c.sum(-1)
     if np.any(n % 3 != (1 if change == 1 else 2)) or np.any(n > 14):
@@ -349,7 +366,7 @@ def shape_and_flush(concealed, meld_tiles, melds):
     """
     c = _counts(concealed).astype(np.int16)
     mt = np.asarray(meld_tiles, dtype=np.int16)
-    nm = np.asarray(melds)
+    nm = _melds(melds)
     seven = _seven_pairs(c) & (nm == 0)
     dragon = seven & (c == 4).any(-1)
     # 大对子: concealed part is triplets and one pair (melds are pongs or kongs: no chow here).
@@ -405,7 +422,7 @@ def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.nda
     shape = c.shape[:-1]
     c = c.reshape(-1, NUM_KINDS)
     mt = np.broadcast_to(np.asarray(meld_tiles), shape + (NUM_KINDS,)).reshape(c.shape)
-    nm = np.broadcast_to(np.asarray(melds), shape).reshape(-1)
+    nm = np.broadcast_to(_melds(melds), shape).reshape(-1)
     rows, kinds = np.nonzero(waits(c, nm) & (c + mt < 4))
     won = c[rows] + np.eye(NUM_KINDS, dtype=c.dtype)[kinds]
     out = np.zeros(c.shape[0], dtype=np.int32)

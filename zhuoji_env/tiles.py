@@ -53,8 +53,10 @@ def parse_tiles(text: str | Sequence[str]) -> list[int]:
 
 
 def format_tiles(kinds: Iterable[int]) -> str:
-    """Concatenated codes of a sequence of kinds."""
-    return "".join(code(int(k)) for k in kinds)
+    """Concatenated codes of a sequence of kinds (``code`` checks each: no bool or float)."""
+    if isinstance(kinds, str):
+        raise ValueError(f"format_tiles takes kinds (integers 0-26), got the string {kinds!r}")
+    return "".join(code(k) for k in kinds)
 
 
 def to_counts(tiles: str | Sequence[str] | Iterable[int]) -> np.ndarray:
@@ -67,7 +69,11 @@ def to_counts(tiles: str | Sequence[str] | Iterable[int]) -> np.ndarray:
         kinds = list(tiles)  # type: ignore[arg-type]
         for k in kinds:
             code(k)
-    return np.bincount(np.asarray(kinds, dtype=np.int64), minlength=NUM_KINDS).astype(np.int8)
+    counts = np.bincount(np.asarray(kinds, dtype=np.int64), minlength=NUM_KINDS)
+    if counts.max(initial=0) > 4:
+        extra = format_tiles(np.flatnonzero(counts > 4))
+        raise ValueError(f"more than 4 tiles of {extra}: a kind has 4 copies")
+    return counts.astype(np.int8)
 
 
 def kind_counts(rows) -> np.ndarray:
@@ -75,9 +81,17 @@ def kind_counts(rows) -> np.ndarray:
 
     Raises ``ValueError`` for a kind outside 0-26.
     """
-    t = np.asarray(rows, dtype=np.int64)
+    t = np.asarray(rows)
+    if t.ndim < 1 or (t.size and t.dtype.kind not in "iu"):
+        raise ValueError(
+            f"tile kinds must be integers 0-{NUM_KINDS - 1} in rows [..., L], got "
+            f"{t.dtype} of shape {t.shape}"
+        )
+    t = t.astype(np.int64)
     if t.size and (t.min() < 0 or t.max() >= NUM_KINDS):
         raise ValueError(f"tile kinds must be 0-{NUM_KINDS - 1}")
+    if not t.size:
+        return np.zeros(t.shape[:-1] + (NUM_KINDS,), dtype=np.int64)
     flat = t.reshape(-1, t.shape[-1])
     offsets = np.arange(flat.shape[0])[:, None] * NUM_KINDS
     counts = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * NUM_KINDS)
@@ -87,11 +101,13 @@ def kind_counts(rows) -> np.ndarray:
 def from_counts(counts: np.ndarray) -> list[int]:
     """Sorted kinds of a 27-vector of counts."""
     counts = np.asarray(counts)
-    if counts.shape != (NUM_KINDS,):
-        raise ValueError(f"expected 27 non-negative counts, got shape {counts.shape}")
-    if (counts < 0).any():
-        bad = format_tiles(np.flatnonzero(counts < 0))
-        raise ValueError(f"expected 27 non-negative counts, got negative counts of {bad}")
+    if counts.shape != (NUM_KINDS,) or counts.dtype.kind not in "iu":
+        raise ValueError(
+            f"expected 27 integer counts 0-4, got {counts.dtype} of shape {counts.shape}"
+        )
+    if (counts < 0).any() or (counts > 4).any():
+        bad = format_tiles(np.flatnonzero((counts < 0) | (counts > 4)))
+        raise ValueError(f"expected 27 integer counts 0-4, got other counts of {bad}")
     return [k for k in range(NUM_KINDS) for _ in range(int(counts[k]))]
 
 

@@ -54,6 +54,7 @@ from zhuoji_env.engine.state import (
     YAOJI_NONE,
     YAOJI_WON,
     State,
+    check_games,
     empty_state,
 )
 from zhuoji_env.rules import Rules
@@ -70,16 +71,26 @@ class IllegalActionError(ValueError):
 # --------------------------------------------------------------------------- dealing
 def deal(rules: Rules, walls, dealer, streak=0) -> State:
     """Start hands from ``walls`` (``[B,108]`` kinds) with the given dealers and streaks."""
+    if not isinstance(rules, Rules):
+        raise TypeError(f"deal takes Rules (Rules.make(...)), got {type(rules).__name__}")
     walls = np.asarray(walls)
-    if walls.ndim != 2 or walls.shape[1] != NUM_TILES:
-        raise ValueError(f"walls must have shape [B, 108], got {walls.shape}")
+    if walls.ndim != 2 or walls.shape[1] != NUM_TILES or walls.shape[0] < 1:
+        raise ValueError(f"walls must have shape [B, 108] with B >= 1, got {walls.shape}")
+    if walls.dtype.kind not in "iu":
+        raise ValueError(f"walls must hold integer kinds 0-26, got dtype {walls.dtype}")
     if walls.min() < 0 or walls.max() >= NUM_KINDS or (kind_counts(walls) != 4).any():
         raise ValueError("a wall must hold each of the 27 kinds exactly four times")
     b, n = walls.shape[0], rules.num_players
+    seats, streaks = np.asarray(dealer), np.asarray(streak)
+    if seats.dtype.kind not in "iu" or streaks.dtype.kind not in "iu":  # 1.7, True, "a"
+        raise ValueError(
+            f"dealer must be a seat 0-{n - 1} and streak an integer >= 0 (or one per wall), "
+            f"got {dealer!r} and {streak!r}"
+        )
     st = empty_state(b, n)
     st.wall[:] = walls
-    st.dealer[:] = np.broadcast_to(np.asarray(dealer), b)
-    st.streak[:] = np.broadcast_to(np.asarray(streak), b)
+    st.dealer[:] = np.broadcast_to(seats, b)
+    st.streak[:] = np.broadcast_to(streaks, b)
     if ((st.dealer < 0) | (st.dealer >= n)).any() or (st.streak < 0).any():
         raise ValueError(f"dealer must be a seat 0-{n - 1} and streak >= 0")
     rows = np.arange(b)
@@ -447,7 +458,9 @@ def _describe(a) -> str:
 
 
 def legal_names(st: State, i: int) -> list[str]:
-    """Readable legal actions of game ``i``."""
+    """Readable legal actions of game ``i`` (an index 0..B-1: not a bool, a float or from the
+    end)."""
+    (i,) = check_games([i], st.batch_size)
     return [A.describe(a) for a in np.flatnonzero(st.mask[i])]
 
 

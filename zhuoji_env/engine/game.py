@@ -20,7 +20,7 @@ import numpy as np
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import deltas, record_of
-from zhuoji_env.engine.state import OVER, State, empty_state
+from zhuoji_env.engine.state import OVER, State, check_games, empty_state
 from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import full_set
@@ -81,29 +81,6 @@ def check_seed(seed) -> int | None:
     if int(seed) < 0:
         raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
     return int(seed)
-
-
-def check_games(idx, batch_size: int, distinct: bool = False) -> np.ndarray:
-    """Game indices as int64 ``[k]``: a 1-D sequence of integers 0..batch_size-1 (distinct
-    ones if ``distinct``); ``ValueError`` naming what was wrong otherwise. Booleans, fractions
-    and negative indices are refused, not read as numpy would (a mask, a truncation, from the
-    end)."""
-    allowed = f"a 1-D list or array of {'distinct ' * distinct}game indices 0-{batch_size - 1}"
-    a = np.asarray(idx)
-    if a.ndim != 1:
-        raise ValueError(f"game indices {idx!r}: expected {allowed}, got {a.ndim}-D")
-    if a.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if not np.issubdtype(a.dtype, np.integer):
-        hint = " (for a mask, pass np.flatnonzero(mask))" if a.dtype == bool else ""
-        raise ValueError(f"game indices {idx!r}: expected {allowed}, got dtype {a.dtype}{hint}")
-    bad = (a < 0) | (a >= batch_size)
-    if bad.any():
-        raise ValueError(f"game index {a[bad][0]} out of range: expected {allowed}")
-    a = a.astype(np.int64)
-    if distinct and np.unique(a).size != a.size:
-        raise ValueError(f"game indices {idx!r} repeat a game: expected {allowed}")
-    return a
 
 
 def check_flag(value, name: str) -> bool:

@@ -94,6 +94,29 @@ ITEMS = (
 YAOJI_NONE, YAOJI_IN_RIVER, YAOJI_CLAIMED, YAOJI_WON = 0, 1, 2, 3
 
 
+def check_games(idx, batch_size: int, distinct: bool = False) -> np.ndarray:
+    """Game indices as int64 ``[k]``: a 1-D sequence of integers 0..batch_size-1 (distinct
+    ones if ``distinct``); ``ValueError`` naming what was wrong otherwise. Booleans, fractions
+    and negative indices are refused, not read as numpy would (a mask, a truncation, from the
+    end)."""
+    allowed = f"a 1-D list or array of {'distinct ' * distinct}game indices 0-{batch_size - 1}"
+    a = np.asarray(idx)
+    if a.ndim != 1:
+        raise ValueError(f"game indices {idx!r}: expected {allowed}, got {a.ndim}-D")
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(a.dtype, np.integer):
+        hint = " (for a mask, pass np.flatnonzero(mask))" if a.dtype == bool else ""
+        raise ValueError(f"game indices {idx!r}: expected {allowed}, got dtype {a.dtype}{hint}")
+    bad = (a < 0) | (a >= batch_size)
+    if bad.any():
+        raise ValueError(f"game index {a[bad][0]} out of range: expected {allowed}")
+    a = a.astype(np.int64)
+    if distinct and np.unique(a).size != a.size:
+        raise ValueError(f"game indices {idx!r} repeat a game: expected {allowed}")
+    return a
+
+
 @dataclass
 class State:
     """A batch of hands in play. All arrays have leading axis B."""
@@ -160,7 +183,9 @@ class State:
         return self.hand.shape[1]
 
     def take(self, idx) -> State:
-        """The games at ``idx`` (a copy)."""
+        """The games at ``idx`` (a copy): a 1-D sequence of game indices, repeats allowed
+        (:func:`check_games`; a scalar would drop the batch axis of every field)."""
+        idx = check_games(idx, self.batch_size)
         return State(**{f.name: getattr(self, f.name)[idx].copy() for f in _FIELDS})
 
     def put(self, idx, other: State) -> None:
