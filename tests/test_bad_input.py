@@ -416,3 +416,28 @@ def test_hand_checks_refuse_bad_meld_counts_and_flags():
     for change in (1.0, True):
         with pytest.raises(ValueError, match="change must be \\+1"):
             hands.shanten_neighbours(pairs - np.eye(27, dtype=np.int8)[0], change)
+
+
+def test_meld_tiles_and_kinds_are_checked_where_they_were_truncated():
+    """``is_ready`` with 2.5 (or -5) copies of the wait in melds said ready; ``hand_value``
+    truncated a float ``meld_tiles``; ``suit_of(30)`` gave 3 and ``next_kind(27)`` 28;
+    ``parse_tiles`` read a dict's keys."""
+    from zhuoji_env import hands, tiles
+
+    ready = tiles.to_counts("1m2m3m4m5m6m7m8m9m1p1p1p5s")
+    assert hands.is_ready(ready, np.zeros(27, np.int8))
+    for bad in (np.eye(27)[22] * 2.5, -5 * np.eye(27, dtype=int)[22], np.ones(27, bool)):
+        with pytest.raises(ValueError, match="^meld_tiles: tile counts must be"):
+            hands.is_ready(ready, bad)
+    won = ready + np.eye(27, dtype=np.int8)[22]
+    with pytest.raises(ValueError, match="^meld_tiles: "):
+        hands.hand_value(won, np.full(27, 0.4), 0, Rules.make("guiyang").pattern_table)
+    for f in (tiles.suit_of, tiles.next_kind, tiles.prev_kind):
+        for bad in (27, -1, 4.5, True, np.array([3, 30])):
+            with pytest.raises(ValueError, match="tile kinds must be integers 0-26"):
+                f(bad)
+    assert tiles.next_kind(8) == 0 and tiles.prev_kind(np.int8(9)) == 17
+    assert tiles.suit_of(np.array([0, 9, 26])).tolist() == [0, 1, 2]
+    for bad in ({"1m": 1}, {"1m"}, b"1m", 5, None):
+        with pytest.raises(TypeError, match="tiles must be a string of codes"):
+            tiles.parse_tiles(bad)

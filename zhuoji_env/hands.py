@@ -161,6 +161,14 @@ def _melds(melds) -> np.ndarray:
     return m
 
 
+def _meld_tiles(meld_tiles) -> np.ndarray:
+    """Validated tiles per kind in melds ``[..., 27]``: integers 0-4 (a pong 3, a kong 4)."""
+    try:
+        return _counts(meld_tiles)
+    except ValueError as exc:
+        raise ValueError(f"meld_tiles: {exc}") from None
+
+
 def _check_seven_pairs(seven_pairs) -> None:
     """``seven_pairs`` is True or False: a string such as ``"no"`` would count as true."""
     if not isinstance(seven_pairs, (bool, np.bool_)):
@@ -220,7 +228,7 @@ def is_ready(concealed, meld_tiles=None, melds: int | np.ndarray = 0) -> np.ndar
     ``meld_tiles`` is ``[..., 27]`` the tiles of each kind in the seat's melds (a pong 3, a kong 4).
     """
     c = _counts(concealed)
-    held = c if meld_tiles is None else c + np.asarray(meld_tiles)
+    held = c if meld_tiles is None else c + _meld_tiles(meld_tiles)
     return (waits(c, melds) & (held < 4)).any(-1)
 
 
@@ -365,7 +373,7 @@ def shape_and_flush(concealed, meld_tiles, melds):
     all shape flags false.
     """
     c = _counts(concealed).astype(np.int16)
-    mt = np.asarray(meld_tiles, dtype=np.int16)
+    mt = _meld_tiles(meld_tiles).astype(np.int16)
     nm = _melds(melds)
     seven = _seven_pairs(c) & (nm == 0)
     dragon = seven & (c == 4).any(-1)
@@ -421,7 +429,7 @@ def chajiao_value(concealed, meld_tiles, melds, table: dict[str, int]) -> np.nda
     c = _counts(concealed)
     shape = c.shape[:-1]
     c = c.reshape(-1, NUM_KINDS)
-    mt = np.broadcast_to(np.asarray(meld_tiles), shape + (NUM_KINDS,)).reshape(c.shape)
+    mt = np.broadcast_to(_meld_tiles(meld_tiles), shape + (NUM_KINDS,)).reshape(c.shape)
     nm = np.broadcast_to(_melds(melds), shape).reshape(-1)
     rows, kinds = np.nonzero(waits(c, nm) & (c + mt < 4))
     won = c[rows] + np.eye(NUM_KINDS, dtype=c.dtype)[kinds]

@@ -44,7 +44,13 @@ def code(k: int) -> str:
 
 
 def parse_tiles(text: str | Sequence[str]) -> list[int]:
-    """Kinds of a concatenated code string (``"1m2m3m"``) or of a list of codes."""
+    """Kinds of a concatenated code string (``"1m2m3m"``) or of a list of codes (a sequence or
+    an array; a dict, a set, bytes or a number is a ``TypeError``)."""
+    if not isinstance(text, (str, Sequence, np.ndarray)) or isinstance(text, (bytes, bytearray)):
+        raise TypeError(
+            f"tiles must be a string of codes ('1m2m3m') or a list of codes, got "
+            f"{type(text).__name__}"
+        )
     if isinstance(text, str):
         if len(text) % 2:
             raise ValueError(f"tile string of odd length {len(text)}: {text!r}")
@@ -116,21 +122,31 @@ def counts_to_str(counts: np.ndarray) -> str:
     return format_tiles(from_counts(counts))
 
 
+def _kinds(k) -> np.ndarray:
+    """Kinds (a scalar or an array) as integers 0-26; ``ValueError`` otherwise (``suit_of(30)``
+    gave 3, ``next_kind(27)`` 28 and ``next_kind(4.5)`` 5)."""
+    a = np.asarray(k)
+    if a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() >= NUM_KINDS)):
+        raise ValueError(f"tile kinds must be integers 0-{NUM_KINDS - 1}, got {k!r}")
+    return a
+
+
 def suit_of(k):
     """Suit index 0 (m), 1 (p), 2 (s) of kinds (scalar or array)."""
-    return np.asarray(k) // 9 if not isinstance(k, (int, np.integer)) else int(k) // 9
+    a = _kinds(k)
+    return int(a) // 9 if a.ndim == 0 else a // 9
 
 
 def next_kind(k):
     """The next tile: rank + 1 in the same suit, 9 wrapping to 1 (翻鸡 uses it)."""
-    k = np.asarray(k)
+    k = _kinds(k)
     out = (k // 9) * 9 + (k % 9 + 1) % 9
     return int(out) if out.ndim == 0 else out
 
 
 def prev_kind(k):
     """The previous tile: rank - 1 in the same suit, 1 wrapping to 9 (上下鸡)."""
-    k = np.asarray(k)
+    k = _kinds(k)
     out = (k // 9) * 9 + (k % 9 + 8) % 9
     return int(out) if out.ndim == 0 else out
 
