@@ -521,24 +521,21 @@ def play_pairs(
     labels = check_labels(labels, len(specs))
     if versus is not None:
         check_versus(check_agents(versus, "versus"), specs)
-    played = {
-        k
-        for i, j in itertools.combinations(range(len(specs)), 2)
-        if (reuse or {}).get((specs[i], specs[j])) is None
-        and (versus is None or specs[i] in versus or specs[j] in versus)
-        for k in (i, j)
+    pairs = list(itertools.combinations(range(len(specs)), 2))
+    reused = {(i, j): (reuse or {}).get((specs[i], specs[j])) for i, j in pairs}
+    left_out = {
+        (i, j) for i, j in pairs if versus is not None and not {specs[i], specs[j]} & set(versus)
     }
-    for k in sorted(played):  # a bad spec fails here, not after the pairs before its first
+    played = [(i, j) for i, j in pairs if reused[i, j] is None and (i, j) not in left_out]
+    for k in sorted({k for pair in played for k in pair}):  # a bad spec fails before any game
         make_agent(specs[k], seed=0, rules=rules)
     out = []
-    for i, j in itertools.combinations(range(len(specs)), 2):
-        key = (specs[i], specs[j])
-        old = (reuse or {}).get(key)
-        if old is not None:
-            out.append(dataclasses.replace(old, a=labels[i], b=labels[j], reused=True))
+    for i, j in pairs:
+        if reused[i, j] is not None:
+            out.append(dataclasses.replace(reused[i, j], a=labels[i], b=labels[j], reused=True))
             log(f"{labels[i]} - {labels[j]}: reused")
             continue
-        if versus is not None and specs[i] not in versus and specs[j] not in versus:
+        if (i, j) in left_out:
             log(f"{labels[i]} - {labels[j]}: not played (neither is in --versus)")
             continue
         res = run_arena(

@@ -268,21 +268,26 @@ def check_flag_memory(what: str, need: float) -> None:
         raise FlagError(str(exc)) from None
 
 
-def logged(path: Path, key: str) -> set[int]:
-    """The integer values of ``key`` in the rows of the JSON-lines log ``path`` (none where
-    there is no log); lines that are not such rows are passed over."""
+def _keyed_lines(path: Path, key: str) -> list[tuple[str, int | None]]:
+    """Each line of the JSON-lines log ``path`` (none where there is no log) with the integer
+    value of ``key`` in its row, None for a line that is no such row."""
     if not path.is_file():
-        return set()
-    found = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
         try:
             row = json.loads(line)
         except ValueError:
-            continue
+            row = None
         value = row.get(key) if isinstance(row, dict) else None
-        if is_plain_int(value):
-            found.add(value)
-    return found
+        out.append((line, value if is_plain_int(value) else None))
+    return out
+
+
+def logged(path: Path, key: str) -> set[int]:
+    """The integer values of ``key`` in the rows of the JSON-lines log ``path`` (none where
+    there is no log); lines that are not such rows are passed over."""
+    return {value for _, value in _keyed_lines(path, key) if value is not None}
 
 
 def lock_out_dir(path: str, name: str = "out_dir") -> FolderLock:
@@ -302,19 +307,9 @@ def drop_rows_after(path: Path, key: str, last: int) -> int:
     a run killed between two checkpoints leaves rows its newest checkpoint never reached; a
     run resumed from that checkpoint logs those updates again, and without this the log would
     hold both (updates 1, 2, 3, 4, 4, 5, ...). Lines that are not such rows are kept."""
-    if not path.is_file():
-        return 0
-    kept, dropped = [], 0
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        value = row.get(key) if isinstance(row, dict) else None
-        if is_plain_int(value) and value > last:
-            dropped += 1
-        else:
-            kept.append(line)
+    lines = _keyed_lines(path, key)
+    kept = [line for line, value in lines if value is None or value <= last]
+    dropped = len(lines) - len(kept)
     if dropped:
         write_text_atomic(path, "".join(kept))
     return dropped

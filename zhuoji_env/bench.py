@@ -78,7 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch is not None and args.batch < 1:
         parser.error("--batch must be >= 1")
     check_seconds(parser, args.seconds)
-
     sizes = [args.batch] if args.batch else [1, 16, 256, 4096]
     players = Rules.make(args.preset).num_players
     try:  # before any game: a batch of 10**12 would fill the machine's memory
