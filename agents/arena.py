@@ -496,6 +496,33 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     return m, m - q * se, m + q * se
 
 
+def clustered_mean_ci(x, clusters, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of ``x`` and its Student-t interval where samples of one cluster (``clusters``,
+    the same length: e.g. the table each decision was made at) may be correlated and clusters
+    are independent: the cluster-robust standard error (sums of deviations per cluster, scaled
+    by C/(C-1)) with C-1 degrees of freedom. With every sample its own cluster this is
+    :func:`mean_ci`; fewer than two clusters give a NaN interval."""
+    if not is_real(level) or not 0 < level < 1:
+        raise ValueError(
+            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
+        )
+    x = np.asarray(x, dtype=np.float64)
+    ids, cl = np.unique(np.asarray(clusters), return_inverse=True)
+    if cl.shape != x.shape or x.ndim != 1:
+        raise ValueError(
+            f"clusters must name one cluster per sample, got {cl.shape} for samples {x.shape}"
+        )
+    m = float(x.mean()) if x.size else math.nan
+    if ids.size < 2:
+        return m, math.nan, math.nan
+    sums = np.bincount(cl, weights=x - m, minlength=ids.size)
+    se = math.sqrt(ids.size / (ids.size - 1) * float((sums**2).sum())) / x.size
+    from scipy.stats import t as student_t
+
+    q = float(student_t.ppf(0.5 + level / 2, ids.size - 1))
+    return m, m - q * se, m + q * se
+
+
 @dataclass
 class ArenaResult:
     """Per deal and agent sums of the statistics, with summaries."""

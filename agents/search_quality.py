@@ -13,7 +13,9 @@ favourite is below its own unsure= (at most --unsure), else it keeps the favouri
 without c= or unsure= takes the run's, not the agent's defaults). A setting's gain is the
 judged difference at the candidate it picked (0 where it kept the favourite), averaged over all
 the run's decisions (so settings that search different decisions compare per decision of the
-game), with a 95% interval over them; the judge's deals are independent of the settings', so a
+game), with a 95% interval over them, clustered by table (a table's decisions are of the same
+games; the intervals of docs/search.md before 2026-12-06 treated every decision as
+independent); the judge's deals are independent of the settings', so a
 pick that won on its own noisy deals (the winner's curse) is not credited for it. The gain is
 measured under a model (the uniform belief, for every BASE, and BASE in every seat), not
 against real opponents: an arena (agents.arena) measures that. With --judge real the judge
@@ -22,8 +24,9 @@ wall, only BASE's own choices random): what a candidate is worth in the game bei
 BASE in every seat, which judges a belief (improve=) by the hands the others really hold. ms is
 each setting's time per decision it searched. --json FILE (never over a file, unless --force)
 writes the table, the judge (belief or real), and every decision's candidates (action indices,
-BASE's favourite first), judged differences and BASE's probability of its favourite (1 for a
-BASE without probabilities); an undefined number (an interval of one decision) is null.
+BASE's favourite first), judged differences, BASE's probability of its favourite (1 for a
+BASE without probabilities) and the table it was made at; an undefined number (an interval
+from decisions at one table) is null.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.arena import json_text, output_refusal
+from agents.arena import clustered_mean_ci, json_text, output_refusal
 from agents.registry import make_agent
 from agents.search import (
     _LIMITS,
@@ -124,7 +127,7 @@ def run(
     ]
     picks: list[list[np.ndarray]] = [[] for _ in specs]
     seconds, searched = np.zeros(len(specs)), np.zeros(len(specs), dtype=np.int64)
-    judged, favourite, cands, g = [], [], [], np.arange(tables)
+    judged, favourite, cands, where, g = [], [], [], [], np.arange(tables)
     for _ in tqdm(range(steps), disable=not progress, desc="steps"):
         st = game.state
         obs, mask = encode(st, g, st.actor), st.mask.astype(bool)
@@ -137,6 +140,7 @@ def run(
             top = probs[rows].max(1) if has_probs else np.ones(rows.size)
             favourite.append(top)
             cands.append(cand)
+            where.append(rows)
             full = belief.public_view(st)
             for part in rollout_groups(cand, truth):
                 r = rows[part]
@@ -157,12 +161,13 @@ def run(
                 picks[i].append(pick)
         game.step(player.act(obs, mask))
     diff = np.concatenate(judged) if judged else np.zeros((0, c))
+    table = np.concatenate(where) if where else np.zeros(0, dtype=np.int64)
     rows_out = []
     for (label, _), pick, secs, n in zip(specs, picks, seconds, searched, strict=True):
         p = np.concatenate(pick) if pick else np.zeros(0, dtype=np.int64)
         gain = diff[np.arange(len(p)), p]
-        half = 1.96 * gain.std(ddof=1) / np.sqrt(len(p)) if len(p) > 1 else None
-        ci = None if half is None else [float(gain.mean() - half), float(gain.mean() + half)]
+        _, lo, hi = clustered_mean_ci(gain, table)
+        ci = None if np.isnan(lo) else [lo, hi]
         rows_out.append(
             {
                 "setting": label,
@@ -184,6 +189,7 @@ def run(
         "judged": diff.tolist(),
         "candidates": (np.concatenate(cands) if cands else np.zeros((0, c), int)).tolist(),
         "favourite": top.tolist(),
+        "tables": table.tolist(),
     }
 
 

@@ -20,7 +20,15 @@ import pytest
 from exception_helpers import notes
 
 from agents import arena
-from agents.arena import ArenaResult, json_text, labels_of, mean_ci, run_arena, seatings
+from agents.arena import (
+    ArenaResult,
+    clustered_mean_ci,
+    json_text,
+    labels_of,
+    mean_ci,
+    run_arena,
+    seatings,
+)
 from zhuoji_env.engine.game import BatchGame
 from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.tiles import format_tiles
@@ -177,6 +185,24 @@ def test_mean_ci_matches_a_hand_worked_t_interval():
     m, lo, hi = mean_ci([2, 4, 4, 5])
     assert (lo, hi) == pytest.approx((3.75 - 2.002243, 3.75 + 2.002243), abs=1e-5)
     assert np.isnan(mean_ci([1.0])[1])
+
+
+def test_clustered_mean_ci_matches_a_hand_worked_interval():
+    # mean 4; deviations -3 -2 | -1 0 | 1 5 sum to -5, -1, 6 by cluster: 62 squared;
+    # se = sqrt(3/2 * 62) / 6 = 1.607275, t(0.975, 2) = 4.302653: half-width 6.915547
+    m, lo, hi = clustered_mean_ci([1, 2, 3, 4, 5, 9], ["a", "a", "b", "b", "c", "c"])
+    assert m == pytest.approx(4.0)
+    assert (lo, hi) == pytest.approx((4 - 6.915547, 4 + 6.915547), abs=1e-5)
+    # one sample a cluster is the plain t interval; one cluster has none
+    x = np.random.default_rng(0).normal(size=40)
+    assert clustered_mean_ci(x, np.arange(40)) == pytest.approx(mean_ci(x))
+    assert np.isnan(clustered_mean_ci([1.0, 2.0, 3.0], [7, 7, 7])[1])
+    # correlated samples within a cluster widen it
+    assert np.ptp(clustered_mean_ci(np.repeat(x[:10], 4), np.repeat(np.arange(10), 4))[1:]) > (
+        1.5 * np.ptp(mean_ci(np.repeat(x[:10], 4))[1:])
+    )
+    with pytest.raises(ValueError, match="one cluster per sample"):
+        clustered_mean_ci([1.0, 2.0], [0, 1, 2])
 
 
 @pytest.mark.parametrize("level", [2, 0, 1, -0.5, float("nan"), True, "0.9", None])

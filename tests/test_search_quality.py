@@ -11,6 +11,7 @@ import pytest
 from json_helpers import strict_json
 
 from agents import make_agent, search_quality
+from agents.arena import clustered_mean_ci
 from agents.search import SearchAgent
 
 
@@ -36,6 +37,10 @@ def test_gains_are_the_judged_differences_at_the_picks(tmp_path, capsys):
         assert row["decisions"] == len(judged) == len(picks) > 0
         assert row["gain"] == pytest.approx(judged[np.arange(len(picks)), picks].mean())
     assert free["overruled"] > 0 and never["overruled"] == 0 and never["gain"] == 0
+    tables = np.array(res["tables"])
+    assert len(tables) == len(judged) and set(tables) <= {0, 1, 2}
+    gain = judged[np.arange(len(tables)), np.array(free["picks"])]
+    assert free["ci"] == pytest.approx(list(clustered_mean_ci(gain, tables)[1:]))
 
 
 def test_a_setting_narrows_the_runs_candidates_and_decisions(tmp_path):
