@@ -454,6 +454,40 @@ def test_selfplay_constructor_seed_is_the_first_resets_and_later_ones_follow_it(
     assert (a.game.state.wall == b.game.state.wall).all()
 
 
+def test_selfplay_refused_reset_options_leave_its_random_numbers_alone():
+    """A ``reset`` refused for its options reseeded (or advanced) the generator first, so the
+    later unseeded resets dealt other games."""
+    a, b = (SelfPlayVecEnv(2, seed=1, encode_obs=False) for _ in range(2))
+    a.reset(seed=5), b.reset(seed=5)
+    with pytest.raises(ValueError, match="unknown reset option 'wals'"):
+        b.reset(options={"wals": []})
+    with pytest.raises(ValueError, match="unknown reset option 'wals'"):
+        b.reset(seed=9, options={"wals": []})
+    a.reset(), b.reset()
+    assert (a.game.state.wall == b.game.state.wall).all()
+
+
+def test_sb3_vec_env_episode_time_is_monitors(monkeypatch):
+    """``infos[i]["episode"]["t"]`` is SB3 ``Monitor``'s: seconds from the environment's
+    construction to the episode's end (a float), not the episode's own duration."""
+    from zhuoji_env.envs import sb3
+
+    now = [1000.0]
+    monkeypatch.setattr(sb3.time, "time", lambda: now[0])
+    env = _sb3(num_envs=2, seed=1)
+    now[0] = 1003.0
+    env.reset()
+    rng = np.random.default_rng(0)
+    ends, want = [], []
+    for step in range(60):
+        now[0] = 1010.0 + 10 * step
+        masks = env.action_masks()
+        _, _, dones, infos = env.step((rng.random(masks.shape) * masks).argmax(1))
+        ends += [infos[i]["episode"]["t"] for i in np.flatnonzero(dones)]
+        want += [10.0 + 10 * step] * int(dones.sum())
+    assert len(ends) >= 3 and all(type(t) is float for t in ends) and ends == want
+
+
 def test_selfplay_rewards_equal_their_transitions_at_any_scale():
     """The rewards rounded twice (float32 score times float32 scale), the transitions once:
     3 x 0.3 gave 0.90000004 in one and 0.9 in the other."""

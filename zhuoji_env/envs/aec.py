@@ -141,8 +141,11 @@ caller may retry.
 
 ## Errors
 
-``step``, ``observe``, ``state``, ``action_mask`` and ``render`` before ``reset()`` raise
-``RuntimeError``, and so does ``step`` once every agent has left after the end of the match.
+``raw_env``'s ``step``, ``observe``, ``state``, ``action_mask`` and ``render`` before
+``reset()`` raise ``RuntimeError``, and so does its ``step`` once every agent has left after
+the end of the match. ``env()`` wraps it in PettingZoo's ``OrderEnforcingWrapper``, which
+raises ``AssertionError`` first for a call before ``reset()`` and, for a ``step`` once every
+agent has left, logs a warning and returns ``None``.
 ``observe`` of an unknown agent raises ``ValueError`` listing the agents; a ``viewer`` of
 ``render``, ``render_text`` or ``render_picture`` that is not a seat raises ``ValueError``
 naming the seats. ``reset(seed=...)``

@@ -34,7 +34,8 @@ for simultaneous learning on every seat use :class:`~zhuoji_env.envs.SelfPlayVec
   reset at once (SB3's auto-reset convention): the returned observation is the next match's
   and ``infos[i]["terminal_observation"]`` is the learner's view of the finished match's final
   state; ``infos[i]["episode"]`` holds ``{"r": return, "l": length, "t": seconds}`` as
-  ``Monitor`` writes it, so SB3 logs episode statistics without a ``VecMonitor``.
+  ``Monitor`` writes it (``t``: the seconds since the environment was made, to the episode's
+  end), so SB3 logs episode statistics without a ``VecMonitor``.
 - Actions: ``B`` integers 0-85 (a ``[B]`` or ``[B, 1]`` array or sequence); anything else is a
   ``TypeError``/``ValueError`` naming what was given. An illegal learner action in game ``i``,
   under ``illegal_action="penalty"`` (default, PettingZoo's ``TerminateIllegalWrapper``
@@ -143,7 +144,7 @@ class SB3VecEnv(VecEnv):
         self._carry = np.zeros(num_envs)
         self._ep_ret = np.zeros(num_envs)
         self._ep_len = np.zeros(num_envs, dtype=np.int64)
-        self._ep_start = np.full(num_envs, time.time())
+        self._t_start = time.time()  # an episode's "t" is the time since, as Monitor's
         self._actions: np.ndarray | None = None
         self._started = False
         self._failure = OpponentFailure()
@@ -312,7 +313,6 @@ class SB3VecEnv(VecEnv):
         self._carry[:] = 0.0
         self._ep_ret[:] = 0.0
         self._ep_len[:] = 0
-        self._ep_start[:] = time.time()
         self._actions = None
         b = self.num_envs
         new_ep = np.ones(b, dtype=bool)
@@ -371,13 +371,12 @@ class SB3VecEnv(VecEnv):
                     "episode": {
                         "r": float(self._ep_ret[i]),
                         "l": int(self._ep_len[i]),
-                        "t": round(now - self._ep_start[i], 6),
+                        "t": round(now - self._t_start, 6),
                     },
                 }
             )
             self._ep_ret[i] = 0.0
             self._ep_len[i] = 0
-            self._ep_start[i] = now
         obs = self._encode(self._rows, self._seat)
         return obs, rew.astype(np.float32), done, infos
 

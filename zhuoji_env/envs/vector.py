@@ -161,16 +161,16 @@ class SelfPlayVecEnv:
         seeded by the last seed given (fresh entropy where none was), as the other
         environments do."""
         seed = check_seed(seed)
+        options = check_reset_options(options, "walls", "dealers")
+        if "walls" in options:
+            walls = wall_rows(options["walls"], self.num_envs)
+            dealers = dealer_rows(options.get("dealers", 0), self.num_envs, self.num_players)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         elif self._seed is not None and not self._started:
             seed = self._seed
         else:
             seed = int(self._rng.integers(2**63))
-        options = check_reset_options(options, "walls", "dealers")
-        if "walls" in options:
-            walls = wall_rows(options["walls"], self.num_envs)
-            dealers = dealer_rows(options.get("dealers", 0), self.num_envs, self.num_players)
         self.game.reset(seed)
         if "walls" in options:
             self.game.state = core.deal(self.rules, walls, dealers, 0)
