@@ -78,7 +78,8 @@ seats are absolute, with the claim or rob window shown whoever is asked, followe
 information: every seat's concealed tiles (4 x 27), the kinds of every concealed kong (4 x 27),
 the live wall as counts (27) and the flip tile the wall would turn up now (27).
 ``encode_hidden`` is that hidden part alone, with the seats relative to a given seat, for an
-oracle critic beside the seat's own observation. """
+oracle critic beside the seat's own observation.
+"""
 
 from __future__ import annotations
 
@@ -400,9 +401,8 @@ def encode(
     hand_no = None if hand_no is None else np.asarray(hand_no)
     k, n = g.size, st.num_players
     if k == 1:
-        return encode_one(
-            st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game, full=full
-        )[None]
+        one = encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game, full=full)
+        return one[None]
     out = np.zeros((k, OBS_SIZE), dtype=np.float32)
     flat = out.reshape(-1)
     base = np.arange(k) * OBS_SIZE  # flat offset of each row
