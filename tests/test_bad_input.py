@@ -17,7 +17,14 @@ import numpy as np
 import pytest
 
 from zhuoji_env.engine.game import BatchGame
-from zhuoji_env.engine.records import MAX_AMOUNT, RecordError, compare, parse, replay
+from zhuoji_env.engine.records import (
+    MAX_AMOUNT,
+    RecordError,
+    ResultMismatch,
+    compare,
+    parse,
+    replay,
+)
 from zhuoji_env.rules import MAX_BASE_STAKE, MAX_STREAK, MAX_VALUE, Rules
 
 RECORDS = Path(__file__).parent / "data" / "records"
@@ -115,13 +122,42 @@ def test_big_dealer_streak_is_exact(streak):
     to the dealer carries +k, and the dealer's streak grows by one."""
     rec = sample("guiyang-2-ron.json")
     rec["dealer_streak"] = streak
-    got = replay(rec)
+    got = replay(rec, check=False)  # the stored result is the old streak's
     assert got["next_streak"] == streak + 1
     shift = streak - 2
     assert [2, 1, 12 + shift, "hu"] in got["ledger"]
     assert got["deltas"] == [17, 9 + shift, -33 - shift, 7]
     rec["result"] = got
     assert parse(rec)[3] == streak
+
+
+def test_a_record_whose_result_differs_from_its_replay_is_reported():
+    """RULES.md 10: a replay reports any difference from the stored result. ``replay`` (and
+    ``zhuoji_env.replay``) returned the replayed result and said nothing."""
+    import zhuoji_env
+
+    rec = sample("guiyang-2-ron.json")
+    good = replay(rec)
+    rec["result"]["deltas"] = [0, 0, 0, 0]
+    rec["result"]["end"] = "zimo"
+    for call in (replay, zhuoji_env.replay):
+        with pytest.raises(ResultMismatch, match="end: record has 'zimo', replay gives 'ron'") as e:
+            call(rec)
+        assert e.value.differences == compare(rec["result"], good) and len(e.value.differences) == 2
+        assert call(rec, check=False) == good
+    with pytest.raises(TypeError, match="check must be True or False"):
+        replay(rec, check="no")
+
+
+@pytest.mark.parametrize("tile", [12, None, 1.0, ["5m"]])
+def test_an_actions_tile_must_be_a_code(tile):
+    """RULES.md 1 and 10: a tile is written as a code such as ``5m``. A number (12) and a null
+    third element replayed here and would fail elsewhere."""
+    rec = sample("guiyang-2-ron.json")
+    seat, name = rec["actions"][0][:2]
+    rec["actions"][0] = [seat, name, tile]
+    with pytest.raises(RecordError, match=r"action 0 \(seat \d\): bad tile .*such as '5m'"):
+        replay(rec)
 
 
 @pytest.mark.parametrize("streak", [MAX_STREAK + 1, 2**70, -1, 1.0, True, "3"])

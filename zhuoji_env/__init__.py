@@ -5,7 +5,7 @@
 one, ``SelfPlayVecEnv`` batched self-play (``zhuoji_env.envs``).
 """
 
-from zhuoji_env.engine import BatchGame, IllegalActionError, RecordError
+from zhuoji_env.engine import BatchGame, IllegalActionError, RecordError, ResultMismatch
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import replay
 from zhuoji_env.envs import SelfPlayVecEnv, SingleAgentEnv, env, raw_env
@@ -16,6 +16,7 @@ __all__ = [
     "BatchGame",
     "IllegalActionError",
     "RecordError",
+    "ResultMismatch",
     "Rules",
     "SelfPlayVecEnv",
     "SingleAgentEnv",

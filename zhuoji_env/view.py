@@ -209,7 +209,7 @@ def iter_states(rec: Mapping[str, Any]) -> Iterator[tuple[Rules, State, int | No
     taken there), then the final state with ``None``. The state is one object stepped in
     place: copy it (``state.copy()``) to keep a step. A malformed record or an illegal
     decision raises :class:`RecordError` before anything is yielded."""
-    replay(rec)
+    replay(rec, check=False)
     rules, wall, dealer, streak, decisions = parse(rec)
     st = core.deal(rules, wall[None], dealer, streak)
     for _, a in decisions:
@@ -230,7 +230,7 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
     the stored result differs from the replayed one (``mismatch``, :func:`differences`).
 
     A malformed record or an illegal decision raises :class:`RecordError` (as ``replay``)."""
-    result = replay(rec)
+    result = replay(rec, check=False)
     rules, _, dealer, streak, decisions = parse(rec)
     n_dec = len(decisions)
     probs = _optional_list(rec, "probs", n_dec)
@@ -348,7 +348,7 @@ class Record:
                 "Record takes a record object (a dict, RULES.md 10) or the path of a record "
                 f"file (a str or pathlib.Path), got {type(rec).__name__}"
             )
-        self.result = replay(self.rec)
+        self.result = replay(self.rec, check=False)
         self.num_decisions = len(self.rec["actions"])
 
     def table(self, k: int | None = None, **options: Any) -> Table:

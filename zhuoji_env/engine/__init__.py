@@ -2,13 +2,20 @@
 
 from zhuoji_env.engine.core import IllegalActionError, deal, step
 from zhuoji_env.engine.game import BatchGame, StepOutput
-from zhuoji_env.engine.records import RecordError, record_of, replay, result_of
+from zhuoji_env.engine.records import (
+    RecordError,
+    ResultMismatch,
+    record_of,
+    replay,
+    result_of,
+)
 from zhuoji_env.engine.state import State
 
 __all__ = [
     "BatchGame",
     "IllegalActionError",
     "RecordError",
+    "ResultMismatch",
     "State",
     "StepOutput",
     "deal",

@@ -33,6 +33,17 @@ class RecordError(ValueError):
     """A record that is malformed, or whose decisions break the rules."""
 
 
+class ResultMismatch(RecordError):
+    """A record replays, but not to the ``result`` it carries (:func:`compare`'s
+    ``differences``, also the message)."""
+
+    def __init__(self, differences: list[str]):
+        self.differences = list(differences)
+        super().__init__(
+            "the replay differs from the record's result: " + "; ".join(self.differences)
+        )
+
+
 def deltas(ledger: np.ndarray) -> np.ndarray:
     """Each seat's score from a ledger ``[..., n, n, items]``: received minus paid."""
     paid = ledger.sum(-1)
@@ -180,7 +191,7 @@ def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tup
                 f"action {idx} (seat {seat}): bad action {name!r}, expected a name, one of "
                 f"{list(A.ACTION_NAMES)}"
             )
-        if tile is not None and not isinstance(tile, str) and not is_plain_int(tile):
+        if len(entry) == 3 and not isinstance(tile, str):
             raise RecordError(
                 f"action {idx} (seat {seat}): bad tile {tile!r}, expected a code such as '5m'"
             )
@@ -268,13 +279,17 @@ def parse_result(result: Any, n: int) -> dict[str, Any]:
     return dict(result)
 
 
-def replay(rec: Mapping[str, Any]) -> dict[str, Any]:
+def replay(rec: Mapping[str, Any], check: bool = True) -> dict[str, Any]:
     """Re-run a record and return its ``result`` object (RULES.md 10).
 
     A decision by the wrong seat, an illegal decision, a record that ends before the hand does
     or goes on after it raises :class:`RecordError` naming the action's index and seat, what it
-    tried and what was legal.
+    tried and what was legal. A record whose stored ``result`` differs from its replay raises
+    :class:`ResultMismatch` listing the differences (RULES.md 10: a replay reports any); with
+    ``check=False`` the replayed result is returned all the same, for :func:`compare`.
     """
+    if not isinstance(check, bool):
+        raise TypeError(f"check must be True or False, got {check!r}")
     rules, wall, dealer, streak, decisions = parse(rec)
     st = core.deal(rules, wall[None], dealer, streak)
     for idx, (seat, a) in enumerate(decisions):
@@ -299,7 +314,12 @@ def replay(rec: Mapping[str, Any]) -> dict[str, Any]:
             f"action {len(decisions)}: the record ends here but the hand is not over: "
             f"seat {int(st.actor[0])} is to act (legal: {core.legal_names(st, 0)})"
         )
-    return result_of(st, 0)
+    result = result_of(st, 0)
+    if check and "result" in rec:
+        diffs = compare(rec["result"], result)
+        if diffs:
+            raise ResultMismatch(diffs)
+    return result
 
 
 def _ledger_sums(ledger) -> dict[tuple[int, int, str], int]:
