@@ -369,6 +369,22 @@ def reward_scale_of(ckpt: dict, name: str = "checkpoint") -> float:
     return REWARD_SCALE
 
 
+def value_trained_of(ckpt: dict) -> bool:
+    """Whether a checkpoint's value head was trained: not where its run (its trainer arguments,
+    else its last ``training.ppo_selfplay`` stage, as :func:`reward_scale_of` reads them) had
+    ``--oracle-critic``, whose separate critic gave the values while the network's own head
+    stayed as it was initialised. Call it after :func:`reward_scale_of`, which checks what it
+    reads."""
+    args = ckpt.get("args")
+    if isinstance(args, dict) and "oracle_critic" in args:
+        return not args["oracle_critic"]
+    for stage in reversed(ckpt.get("stages") or []):
+        words = shlex.split(stage.get("command", ""))
+        if "training.ppo_selfplay" in words:
+            return "--oracle-critic" not in words
+    return True
+
+
 def _scale_word(word: str, where: str) -> float:
     """The reward scale of a command's word, checked (:func:`check_reward_scale`)."""
     try:
@@ -382,7 +398,9 @@ class PPOAgent(Agent):
     """Plays a policy network, on the device its weights are on: samples from its masked
     policy, or takes its argmax. ``rules`` (what a v2 network's wait values, and the advice of
     ``rule`` to a ``v2+rule`` one, are counted in)
-    are the rules it was trained under; :meth:`load` takes them from the checkpoint."""
+    are the rules it was trained under; :meth:`load` takes them from the checkpoint.
+    ``value_trained`` False (a network trained beside an oracle critic, whose own value head
+    was never trained) makes :meth:`policy`'s values NaN."""
 
     name = "ppo"
     uses_torch = True
@@ -394,6 +412,7 @@ class PPOAgent(Agent):
         greedy: bool = False,
         rules=None,
         reward_scale: float = REWARD_SCALE,
+        value_trained: bool = True,
     ):
         if not isinstance(net, nn.Module) or not hasattr(net, "obs_version"):
             raise TypeError(
@@ -402,6 +421,7 @@ class PPOAgent(Agent):
             )
         super().__init__(seed)
         self.reward_scale = check_reward_scale(reward_scale, "reward_scale")
+        self.value_trained = check_flag(value_trained, "value_trained")
         self.net = net
         self.greedy = check_flag(greedy, "greedy")
         self.read = NetInput(net.obs_version, rules)
@@ -435,6 +455,7 @@ class PPOAgent(Agent):
             greedy=greedy,
             rules=rules,
             reward_scale=reward_scale_of(ckpt, str(path)),
+            value_trained=value_trained_of(ckpt),
         )
 
     def _forward(self, obs: np.ndarray, mask: np.ndarray):
@@ -448,9 +469,13 @@ class PPOAgent(Agent):
     @torch.inference_mode()
     def policy(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(probs [k, 86], value [k])`` of v1 observations ``[k, OBS_SIZE]`` and masks (the
-        analysis tools' interface, :mod:`agents.analysis`)."""
+        analysis tools' interface, :mod:`agents.analysis`); the values are NaN where the value
+        head was never trained (``value_trained``)."""
         logits, value = self._forward(obs, mask)
-        return torch.softmax(logits, -1).double().cpu().numpy(), value.double().cpu().numpy()
+        value = value.double().cpu().numpy()
+        if not self.value_trained:
+            value = np.full_like(value, np.nan)
+        return torch.softmax(logits, -1).double().cpu().numpy(), value
 
 
 def pick_actions(logits: torch.Tensor, greedy: bool, gen: torch.Generator) -> np.ndarray:

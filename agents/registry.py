@@ -33,6 +33,9 @@ AgentFactory = Callable[..., Agent]
 
 RLLIB_MISSING = 'the rllib extra is not installed: pip install -e ".[rllib]", or make rllib'
 """What to do when ``ray`` cannot be imported (``rllib:`` agents, ``training.rllib_ppo``)."""
+TRAIN_MISSING = 'the train extra is not installed: pip install -e ".[train]", or make venv'
+"""What to do when torch or Stable-Baselines3 cannot be imported (``ppo``, ``sb3`` and the
+shipped policies' agents)."""
 
 SHIPPED_POLICIES = {
     "ppo-guiyang": "guiyang",
@@ -165,14 +168,23 @@ def _register_builtins() -> None:
 
     register_agent("rule", rule)
 
+    def needs_train(agent: str, exc: ImportError) -> ValueError:
+        return ValueError(f"agent {agent!r} needs torch ({TRAIN_MISSING}): {exc}")
+
     def ppo(arg, seed=None, rules=None):  # torch is imported only when a checkpoint is named
-        from agents.ppo import agent_factory
+        try:
+            from agents.ppo import agent_factory
+        except ImportError as exc:
+            raise needs_train("ppo", exc) from None
 
         return agent_factory(arg, seed=seed, rules=rules)
 
     def sb3(trusted):
         def factory(arg, seed=None, rules=None):
-            from agents.sb3 import agent_factory
+            try:
+                from agents.sb3 import agent_factory
+            except ImportError as exc:
+                raise needs_train("sb3", exc) from None
 
             return agent_factory(arg, seed=seed, rules=rules, trusted=trusted)
 
@@ -184,7 +196,10 @@ def _register_builtins() -> None:
 
     def shipped(name):
         def factory(arg, seed=None, rules=None):
-            from agents.ppo import shipped_factory
+            try:
+                from agents.ppo import shipped_factory
+            except ImportError as exc:
+                raise needs_train(name, exc) from None
 
             return shipped_factory(name)(arg, seed=seed, rules=rules)
 

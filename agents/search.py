@@ -70,7 +70,8 @@ deals (none: the uniform belief)."""
 
 NO_VALUE_DEFAULTS = {**DEFAULTS, "improve": 1.0}
 """The defaults for a BASE without a value (``rule``, ``greedy``, ``random``; ``sb3:`` and
-``rllib:`` policies too, whose value the search does not read): as :data:`DEFAULTS`, but the
+``rllib:`` policies too, whose value the search does not read, and a network trained beside an
+oracle critic, such as ``ppo-scratch``, whose own value head was never trained): as :data:`DEFAULTS`, but the
 sampled deals play each other seat's hand forward one exchange per discard in its river
 (``improve=1``), so that about as many of them are ready as in real play (in ``rule``'s games a
 third more). With the uniform belief ``search:rule`` gained nothing over ``rule`` (+0.07 [-0.46,
@@ -301,6 +302,7 @@ class SearchAgent(Agent):
         if getattr(base, "needs_view", False):
             raise ValueError(f"search needs a base that plays from observations, got {base!r}")
         valued = hasattr(base, "policy") and hasattr(base, "reward_scale")
+        valued = valued and getattr(base, "value_trained", True)
         if leaf is None:
             leaf = VALUE_DEFAULTS["leaf"] if valued else DEFAULTS["leaf"]
         defaults = VALUE_DEFAULTS if leaf else DEFAULTS if valued else NO_VALUE_DEFAULTS
@@ -341,7 +343,8 @@ class SearchAgent(Agent):
         if leaf and not valued:
             raise ValueError(
                 f"search option leaf={leaf} scores rollouts by BASE's value, and {base!r} has "
-                "none: use a network base (ppo-PRESET, ppo:PATH), or leaf=0"
+                "none (or, trained beside an oracle critic, a value head that was never "
+                "trained): use a network base with a value (ppo-PRESET, ppo:PATH), or leaf=0"
             )
         self.base = base
         self.rules = Rules.make(rules)

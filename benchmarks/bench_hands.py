@@ -131,8 +131,10 @@ def main(argv=None) -> int:
     sizes = [int(s) if s.strip().isdecimal() else 0 for s in args.sizes.split(",") if s]
     if not sizes or min(sizes) < 1:
         ap.error(f"--sizes {args.sizes!r}: batch sizes must be integers >= 1, comma separated")
-    if not 0 < args.min_time < float("inf") or args.ref_hands < 1:  # NaN fails too
-        ap.error("--min-time must be a finite number > 0 and --ref-hands an integer >= 1")
+    if not 0 < args.min_time < float("inf"):  # NaN fails too
+        ap.error(f"--min-time must be a finite number > 0, got {args.min_time}")
+    if args.ref_hands < 1:
+        ap.error(f"--ref-hands must be >= 1, got {args.ref_hands}")
 
     pinned = "not pinned (--no-pin)" if args.no_pin else pin_to_one_core()
 

@@ -478,3 +478,19 @@ def test_decide_does_not_blame_the_agent_for_the_view():
     with pytest.raises(ValueError, match="game 1 is over") as info:
         decide(agent, obs, game.state.mask[1:], game.state, np.array([1]))
     assert not getattr(info.value, "__notes__", None)
+
+
+@pytest.mark.parametrize("spec", ["ppo-guiyang", "ppo:x.pt", "sb3:x.zip", "search:ppo-guiyang"])
+def test_a_network_agent_without_torch_names_the_extra(spec, monkeypatch, capsys):
+    """Without the train extra a shipped policy ended the arena and agents.play in a traceback
+    (ModuleNotFoundError: torch), where an ``rllib:`` agent without Ray named its extra."""
+    from agents import arena
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    for module in ("agents.ppo", "agents.sb3"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ValueError, match=r"needs torch \(the train extra is not installed: pip"):
+        make_agent(spec)
+    with pytest.raises(SystemExit) as exit_:
+        arena.main(["--agents", f"{spec},rule", "--deals", "1"])
+    assert exit_.value.code == 2 and "the train extra is not installed" in capsys.readouterr().err

@@ -187,7 +187,8 @@ SECONDS = "--seconds must be a finite number >= 0.01 (time per measurement), got
         (["--seconds", "0"], SECONDS + "0.0"),
         (["--seconds", "nan"], SECONDS + "nan"),  # 0 steps: a ZeroDivisionError, or "0/s"
         (["--seconds", "inf"], SECONDS + "inf"),
-        (["--batch", "0"], "the batch sizes must be positive"),
+        (["--batch", "0"], "--batch must be >= 1, got 0"),  # "the batch sizes must be positive"
+        (["--sb3-batch", "-2"], "--sb3-batch must be >= 1, got -2"),
     ],
 )
 def test_env_bench_rejects_bad_arguments(bad, why, capsys):
@@ -237,3 +238,25 @@ def test_a_batch_too_large_for_memory_exits_2_before_any_game(main, argv, says, 
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert says in err and "GiB of memory, more than the" in err
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        (["--sizes", "4,x"], "--sizes '4,x': batch sizes must be integers >= 1"),
+        (["--min-time", "inf"], "--min-time must be a finite number > 0, got inf"),
+        (["--ref-hands", "0"], "--ref-hands must be >= 1, got 0"),  # named with --min-time
+    ],
+)
+def test_hands_bench_rejects_bad_arguments(bad, why, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_hands.py"
+    spec = importlib.util.spec_from_file_location("bench_hands", path)
+    bench_hands = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_hands)
+    with pytest.raises(SystemExit) as info:
+        bench_hands.main(bad)
+    assert info.value.code == 2
+    assert f"error: {why}" in capsys.readouterr().err

@@ -299,3 +299,8 @@ def test_bench_learner_measures_two_processes(capsys, one_torch_thread):
         bench_learner.main([*argv, "--processes", "3"])
     assert exc.value.code == 2
     assert "--processes 3 must divide --num-envs 4" in capsys.readouterr().err
+    for flag in ("--updates", "--num-envs", "--num-steps", "--processes"):
+        with pytest.raises(SystemExit) as exc:  # all four were named whichever was wrong
+            bench_learner.main([*argv, flag, "-1"])
+        assert exc.value.code == 2
+        assert f"error: {flag} must be >= 1, got -1" in capsys.readouterr().err

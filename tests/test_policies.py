@@ -17,6 +17,7 @@ from agents.ppo import POLICY_DIR, PPOAgent, provenance, shipped_policy
 from agents.registry import SHIPPED_POLICIES
 from zhuoji_env.envs.single import SingleAgentEnv
 from zhuoji_env.envs.vector import SelfPlayVecEnv
+from zhuoji_env.observation import OBS_SIZE
 
 NAMES = list(SHIPPED_POLICIES)
 
@@ -208,3 +209,14 @@ def test_a_shipped_policy_under_another_preset_warns():
         warnings.simplefilter("error")
         for name, preset in SHIPPED_POLICIES.items():
             make_agent(name, seed=0, rules=preset)
+
+
+def test_only_the_oracle_critic_policy_has_an_untrained_value_head():
+    """``ppo-scratch`` was trained beside an oracle critic: its own value head never learnt, so
+    it has no values (analysis showed them; ``search:ppo-scratch`` scored its leaves by them)."""
+    obs, mask = np.zeros((2, OBS_SIZE), np.float32), np.ones((2, 86), bool)
+    for name in ("ppo-guiyang", "ppo-classic", "ppo-app", "ppo-scratch"):
+        agent = make_agent(name)
+        assert agent.value_trained == (name != "ppo-scratch")
+        assert np.isnan(agent.policy(obs, mask)[1]).all() == (name == "ppo-scratch")
+    assert make_agent("search:ppo-scratch").leaf == 0 and make_agent("search:ppo-guiyang").leaf == 2

@@ -722,6 +722,13 @@ def test_oracle_critic_run_saves_its_critic_resumes_it_and_plays_without_it(tmp_
     agent = make_agent(f"ppo:{tmp_path / 'latest.pt'}", seed=0)
     res = run_arena([agent, "random"], 2, seed=5, progress=False)
     assert res.summary()["agents"]["ppo"]["hands"] == 2 * 12
+    # its own value head was never trained: no values for analysis, no value leaves for search
+    obs, mask = np.zeros((3, OBS_SIZE), np.float32), np.ones((3, 86), bool)
+    assert not agent.value_trained and np.isnan(agent.policy(obs, mask)[1]).all()
+    assert make_agent(f"ppo:{plain / 'latest.pt'}").value_trained
+    assert make_agent(f"search:ppo:{tmp_path / 'latest.pt'}").leaf == 0
+    with pytest.raises(ValueError, match="a value head that was never trained"):
+        make_agent(f"search:ppo:{tmp_path / 'latest.pt'}:leaf=2")
 
 
 def test_curve_plays_every_checkpoint_of_a_run_and_its_continuation(tmp_path, capsys):

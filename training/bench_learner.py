@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON line only")
     a = p.parse_args(argv)
-    if a.updates < 1 or a.num_envs < 1 or a.num_steps < 1 or a.processes < 1:
-        p.error("--updates, --num-envs, --num-steps and --processes must be >= 1")
+    for flag in ("updates", "num_envs", "num_steps", "processes"):
+        if getattr(a, flag) < 1:
+            p.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(a, flag)}")
     if a.num_envs % a.processes:
         p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
     share = a.num_envs // a.processes * a.num_steps

@@ -172,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON object last")
     args = parser.parse_args(argv)
     check_seconds(parser, args.seconds)
-    if args.batch < 1 or args.sb3_batch < 1:
-        parser.error("the batch sizes must be positive")
+    for flag in ("batch", "sb3_batch"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
     players = Rules.make(args.preset).num_players
     try:  # before any measurement: a batch of 10**12 would fill the machine's memory
         if args.only in (None, "selfplay"):
