@@ -1076,6 +1076,30 @@ def test_a_resume_keeps_its_checkpoints_rules_and_reward_scale(tmp_path, capsys)
     assert load_checkpoint(run / "latest.pt")[1]["rules"]["preset"] == "app"
 
 
+def test_a_parked_folder_is_left_to_the_run_that_holds_its_folder(tmp_path):
+    """``recover_dir`` (RLlib's checkpoint check and ``rllib:PATH`` agents call it) put a
+    parked checkpoint back whoever held the folder, so a second run refused only later, or an
+    agent loading from a run in progress, undid that run's swap between its two renames."""
+    run = tmp_path / "run"
+    fileio.write_dir_atomic(run / "checkpoint", lambda tmp: (tmp / "state").write_text("old"))
+    os.replace(run / "checkpoint", run / ".checkpoint.old")  # a swap between its renames
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from zhuoji_env import fileio; "
+         "lock = fileio.lock_dir(sys.argv[1]); print('held', flush=True); sys.stdin.read()",
+         str(run)],
+        cwd=ROOT, env=tool_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        fileio.recover_dir(run / "checkpoint")
+        assert not (run / "checkpoint").exists() and (run / ".checkpoint.old").exists()
+    finally:
+        holder.communicate("")
+    fileio.recover_dir(run / "checkpoint")  # nobody writes there now: put back
+    assert (run / "checkpoint" / "state").read_text() == "old"
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoint"]
+
+
 def test_a_second_run_into_a_folder_being_written_is_refused(tmp_path, capsys):
     """Two runs started together on one --out-dir both went ahead: their checkpoints
     overwrote each other's and metrics.jsonl lost a row."""

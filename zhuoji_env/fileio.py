@@ -97,15 +97,24 @@ def _previous(path: Path) -> Path:
 def recover_dir(path: str | Path) -> None:
     """Undo what a kill in the middle of :func:`write_dir_atomic` left: if ``path`` is missing
     and its parked previous copy is there, that copy goes back; a parked copy beside a complete
-    ``path`` is removed."""
+    ``path`` is removed. Only under the lock of ``path``'s folder (:func:`lock_dir`): where
+    another process holds it, a run is writing there and the parked copy may be its swap in
+    progress, so nothing is touched."""
     path = Path(path)
     old = _previous(path)
     if not old.exists():
         return
-    if path.exists():
-        shutil.rmtree(old)
-    else:
-        os.replace(old, path)
+    try:
+        lock = lock_dir(path.parent)
+    except FolderBusy:
+        return
+    with lock:
+        if not old.exists():
+            return
+        if path.exists():
+            shutil.rmtree(old)
+        else:
+            os.replace(old, path)
 
 
 def write_dir_atomic(path: str | Path, write: Callable[[Path], object]) -> Path:
