@@ -24,10 +24,10 @@ river_recent        4 x 6 x27 per seat: its last 6 discards, most recent first, 
 tile                27        the discard or bugang tile being decided on (one-hot)
 tile_from           4         the seat that discarded it or declared the bugang
 phase               4         turn, response to a discard, rob window, 报听 discard
-to_act              4         the seat asked now (always slot 0 when the observer must act);
-                              these four blocks are zero for a seat not asked in a claim or
-                              rob window (who is asked is hidden: only a seat that may claim
-                              is asked)
+to_act              4         the seat asked now (always slot 0 when the observer must act;
+                              in a claim window only seats that may claim are asked, RULES.md
+                              3, so a seat not asked sees who may: the environments hand a
+                              seat its observation only when it is asked)
 drawn               27        the tile the observer just drew, on its own turn
 turn_flags          3         the turn seat has drawn this turn (a draw, or a kong's
                               replacement after a pong); latest draw was a replacement
@@ -74,11 +74,10 @@ live_waits          27        3k+1: unseen copies of each waiting kind /4; 3k+2:
 =================== ========= ==============================================================
 
 ``encode_state`` (for centralised critics and oracle guiding) is seat 0's observation, so its
-seats are absolute, with the claim or rob window shown whoever is asked, followed by the hidden
-information: every seat's concealed tiles (4 x 27), the kinds of every concealed kong (4 x 27),
-the live wall as counts (27) and the flip tile the wall would turn up now (27).
-``encode_hidden`` is that hidden part alone, with the seats relative to a given seat, for an
-oracle critic beside the seat's own observation.
+seats are absolute, followed by the hidden information: every seat's concealed tiles (4 x 27),
+the kinds of every concealed kong (4 x 27), the live wall as counts (27) and the flip tile the
+wall would turn up now (27). ``encode_hidden`` is that hidden part alone, with the seats
+relative to a given seat, for an oracle critic beside the seat's own observation.
 """
 
 from __future__ import annotations
@@ -273,14 +272,7 @@ _REL = {n: [[(seat + j) % n for j in range(n)] for seat in range(n)] for n in (3
 
 
 def encode_one(
-    st: State,
-    g: int,
-    seat: int,
-    scores=None,
-    hand_no=None,
-    hands_per_game: int = 1,
-    *,
-    full: bool = False,
+    st: State, g: int, seat: int, scores=None, hand_no=None, hands_per_game: int = 1
 ) -> np.ndarray:
     """:func:`encode` of one seat in one game, ``[OBS_SIZE]``, with Python integers instead of
     array calls (the AEC and single-agent environments); a test keeps the two equal."""
@@ -323,14 +315,12 @@ def encode_one(
         hot += [at + i * NUM_KINDS + t for i, t in enumerate(row[: -RECENT - 1 : -1])]
     phase = int(st.phase[g])
     turn_seat = int(st.turn_seat[g])
-    window = phase == RESPONSE or phase == ROB
-    shown = phase < 4 and (full or not window or int(st.actor[g]) == seat)
-    if window and shown:
+    if phase == RESPONSE or phase == ROB:
         t = int(st.tile[g])
         if t >= 0:
             hot.append(off["tile"] + t)
         hot.append(off["tile_from"] + (turn_seat - seat) % n)
-    if shown:
+    if phase < 4:
         hot.append(off["phase"] + phase)
         hot.append(off["to_act"] + (int(st.actor[g]) - seat) % n)
     drawn = int(st.drawn[g])
@@ -376,24 +366,11 @@ def encode_one(
     return out
 
 
-def encode(
-    st: State,
-    g,
-    seat,
-    scores=None,
-    hand_no=None,
-    hands_per_game: int = 1,
-    *,
-    full: bool = False,
-) -> np.ndarray:
+def encode(st: State, g, seat, scores=None, hand_no=None, hands_per_game: int = 1) -> np.ndarray:
     """Observations ``[k, OBS_SIZE]`` of seats ``seat`` in games ``g`` (arrays of length k).
 
     ``scores`` (``[B, n]``) and ``hand_no`` (``[B]``) are the match scores and hand counter of
-    a :class:`~zhuoji_env.engine.game.BatchGame`; they default to zero. In a claim or rob
-    window only the seat asked sees it (the blocks ``tile``, ``tile_from``, ``phase`` and
-    ``to_act``): the engine asks only seats that may claim, so a window shown to the others
-    would tell them who holds a pair of the discard or waits on it. ``full`` shows it to every
-    seat (:func:`encode_state`, the full information).
+    a :class:`~zhuoji_env.engine.game.BatchGame`; they default to zero.
     """
     g = np.asarray(g, dtype=np.int64).reshape(-1)
     seat = np.asarray(seat, dtype=np.int64).reshape(-1)
@@ -401,8 +378,7 @@ def encode(
     hand_no = None if hand_no is None else np.asarray(hand_no)
     k, n = g.size, st.num_players
     if k == 1:
-        one = encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game, full=full)
-        return one[None]
+        return encode_one(st, int(g[0]), int(seat[0]), scores, hand_no, hands_per_game)[None]
     out = np.zeros((k, OBS_SIZE), dtype=np.float32)
     flat = out.reshape(-1)
     base = np.arange(k) * OBS_SIZE  # flat offset of each row
@@ -449,12 +425,12 @@ def encode(
     flat[base[kk] + _OFF["river_recent"] + (ss * RECENT + jj) * NUM_KINDS + t] = 1
 
     phase = st.phase[g].astype(np.int64)
+    playing = phase < 4
     window = (phase == RESPONSE) | (phase == ROB)
-    shown = (phase < 4) & (full | ~window | (st.actor[g] == seat))
-    hot("tile", st.tile[g].astype(np.int64), window & shown)
-    hot("tile_from", slot_of(st.turn_seat[g].astype(np.int64)), window & shown)
-    hot("phase", phase, shown)  # TURN, RESPONSE, ROB, BAOTING_DISCARD are 0-3
-    hot("to_act", slot_of(st.actor[g].astype(np.int64)), shown)
+    hot("tile", st.tile[g].astype(np.int64), window)
+    hot("tile_from", slot_of(st.turn_seat[g].astype(np.int64)), window)
+    hot("phase", phase, playing)  # TURN, RESPONSE, ROB, BAOTING_DISCARD are 0-3
+    hot("to_act", slot_of(st.actor[g].astype(np.int64)), playing)
     turn_seat = st.turn_seat[g]
     my_turn = (turn_seat == seat) & ((phase == TURN) | (phase == BAOTING_DISCARD))
     hot("drawn", st.drawn[g].astype(np.int64), my_turn)
@@ -504,8 +480,8 @@ def encode(
 def seen_kinds(obs: np.ndarray) -> np.ndarray:
     """int16 ``[k, 27]``: copies of each kind the observer of v1 observations ``obs`` has
     seen: its own hand and kongs, every seat's pongs and exposed kongs, every discard still in a
-    river, and in a rob window the added tile, shown to the seat asked though still in another
-    seat's hand (its meld is a pong yet)."""
+    river, and in a rob window the added tile, shown though still in another seat's hand (its
+    meld is a pong yet)."""
     seen = (
         block(obs, "hand")
         + 3 * block(obs, "pong").sum(1)
@@ -643,5 +619,5 @@ def encode_state(st: State, g, scores=None, hand_no=None, hands_per_game: int = 
     """Global full-information tensors ``[k, STATE_SIZE]`` of games ``g`` (absolute seats)."""
     g = np.asarray(g, dtype=np.int64).reshape(-1)
     zero = np.zeros(g.size, dtype=np.int64)
-    base = encode(st, g, zero, scores, hand_no, hands_per_game, full=True)
+    base = encode(st, g, zero, scores, hand_no, hands_per_game)
     return np.concatenate([base, encode_hidden(st, g, zero)], -1)

@@ -84,7 +84,12 @@ One ``Discrete(86)`` shared by every decision (``zhuoji_env.engine.actions``):
 ``zhuoji-obs-v1``; its module docstring lists every block, and ``observation.block(obs, name)``
 cuts one out). Seats are relative to the observer (slot 0 is the observer, slot 1 its 下家).
 Nothing hidden from the seat is encoded: other seats' concealed tiles, the wall order, the flip
-tile and the kinds of others' concealed kongs never appear. The Box bounds are exact per
+tile and the kinds of others' concealed kongs never appear. One thing follows from the hands
+by the protocol itself: RULES.md 3 asks only seats that may claim a discard (or rob a kong),
+so while a claim window is open ``agent_selection``, and the ``phase`` and ``to_act`` blocks
+of any seat's observation, say that (and who) may claim it. An agent is handed its observation
+(``last()``) only when it is asked; an observation of a seat not asked, taken during a window,
+holds what ``agent_selection`` shows every seat. The Box bounds are exact per
 element: counts 0-4, flags 0-1, the streak 0 to ``hands_per_game / 10``, and the match scores
 (``scores / 100``) unbounded. ``action_mask`` is the legal-action mask of the agent to act and
 all zeros for every other agent (and after the match ends).
