@@ -135,6 +135,26 @@ def test_bad_flags_exit_2_naming_the_flag(base, tmp_path, capsys, flags, message
     assert not (tmp_path / "d").exists()
 
 
+def test_a_base_without_a_trained_value_needs_leaf_0(tmp_path, monkeypatch):
+    """``ppo-scratch`` was trained beside an oracle critic: distilling its search at the default
+    --leaf 2 scored the leaves by a value head that was never trained."""
+    out = str(tmp_path / "d")
+    with pytest.raises(FlagError, match="--leaf 2 scores rollouts by BASE's value.*--leaf 0"):
+        distill_search.check_args(distill_search.Args(base="ppo-scratch", out_dir=out))
+    args = distill_search.Args(base="ppo-scratch", out_dir=out, leaf=0, k=2, improve=1.0)
+    distill_search.check_args(args)
+    made = []
+
+    def stop(args, agent, rules):  # the agent is made: no need to play
+        made.append(agent)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distill_search, "collect", stop)
+    with pytest.raises(KeyboardInterrupt):
+        distill_search.train(args)
+    assert not made[0].base.value_trained and made[0].leaf == 0
+
+
 @pytest.mark.parametrize("name", [distill_search.CHECKPOINT, "searched.npz", "distill.json"])
 def test_an_out_dir_with_a_distillation_needs_force(base, tmp_path, name):
     """Any of the three files (a run killed before its checkpoint leaves the other two)."""

@@ -45,9 +45,10 @@ from agents.ppo import (
     reward_scale_of,
     save_checkpoint,
     shipped_policy,
+    value_trained_of,
 )
 from agents.registry import SHIPPED_POLICIES
-from agents.search import _LIMITS, DEFAULTS, VALUE_DEFAULTS, SearchAgent
+from agents.search import _LIMITS, DEFAULTS, NO_VALUE_DEFAULTS, VALUE_DEFAULTS, SearchAgent
 from training.cli import (
     INT_NON_NEGATIVE,
     INT_POSITIVE,
@@ -184,6 +185,13 @@ def check_args(args: Args) -> tuple[torch.nn.Module, dict, Rules]:
             f"{', '.join(SHIPPED_POLICIES)}; anything else is a checkpoint file)"
         ) from None
     rules = Rules.make(ckpt.get("rules"))
+    if args.leaf and not value_trained_of(ckpt):
+        raise FlagError(
+            f"--leaf {args.leaf} scores rollouts by BASE's value, and --base {args.base!r} was "
+            "trained beside an oracle critic: its value head was never trained. Give --leaf 0 "
+            f"(the defaults of a BASE without a value: --k {NO_VALUE_DEFAULTS['k']} --z "
+            f"{NO_VALUE_DEFAULTS['z']:g} --improve {NO_VALUE_DEFAULTS['improve']:g})"
+        )
     check_flag_memory(f"--tables {args.tables}", batch_memory(args.tables, rules.num_players))
     per_row = 4 * (OBS_SIZE + net.in_size) + NUM_ACTIONS + 24
     check_flag_memory(f"--searched {args.searched}", 2 * args.searched * per_row)
@@ -300,6 +308,7 @@ def train(args: Args) -> dict:
         seed=int(seeds[0].generate_state(1)[0]),
         rules=rules,
         reward_scale=reward_scale_of(ckpt),
+        value_trained=value_trained_of(ckpt),
     )
     agent = SearchAgent(
         base,
