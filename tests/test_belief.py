@@ -187,7 +187,10 @@ def test_samples_depend_only_on_what_the_seat_sees():
                 improve = float(step % 12 == 0)
                 a = belief.sample(game.rules, belief.public_view(st, [i]), 4, 123, improve)
                 b = belief.sample(game.rules, belief.public_view(other), 4, 123, improve)
-                for name in ("hand", "meld", "wall", "drawn", "claim_opts", "dealt_ready"):
+                for name in (
+                    *("hand", "meld", "wall", "drawn", "claim_opts", "dealt_ready"),
+                    *("pass_lock", "baopai"),  # the others' 过手胡 locks were not compared
+                ):
                     assert np.array_equal(getattr(a, name), getattr(b, name)), name
                 seat = st.actor[i]
                 kongs = np.delete(st.meld[i] == AN_KONG, seat, axis=0)

@@ -1533,3 +1533,93 @@ def test_switch_base_stake():
     rec = record(hands, [[0, "hu"]], overrides={"base_stake": 3}, live="4s")
     ledger = pays((1, 2, 3), 0, hu=6, chicken=6)
     check(rec, result("zimo", [0], "4s", 0, 1, [36, -12, -12, -12], ledger))
+
+
+# ---------------------------------------------------------------- mutants that survived
+# Four positions a mutation test of the engine found unpinned (2026-12-06): each changed rule
+# passed every other test. Worked by hand from RULES.md; the reference agrees (check()).
+ROB_WAITER_36 = "1m2m3m5p6p7p7m8m9m4s5s9p9p"  # plain, waits 3s / 6s
+
+
+def test_passing_a_rob_locks_the_seat_until_its_next_draw():
+    """5.4: seat 2 passes robbing seat 0's (late) bugang 6s, so it is locked until its next
+    draw; seat 0's replacement 3s discard is a 热炮 (a passport for seat 2's plain hand), seat 2
+    takes hu: void, it pays 1 (平胡) to each other seat (baopai). Seat 1 then self-draws 8m."""
+    hands = {
+        3: J3 + "6s",  # dealer
+        0: "6s6s6s1p2p3p4m5m6m7p8p9p2m",
+        1: "2p3p4p5m6m7m2s3s4s8m8m8s8s",  # waits 8m / 8s
+        2: ROB_WAITER_36,
+    }
+    actions = [
+        [3, "discard", "6s"], [0, "pong"],
+        [0, "bugang", "6s"], [2, "pass"],
+        [0, "discard", "3s"], [2, "hu"],  # void: locked by the rob pass
+        [1, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, dealer=3, live="8m" + "5p", back="3s")
+    # baopai 2->0,1,3: 1 each. seat 1: 平胡 1 + 自摸 1 = 2 from each. Late kong: 0. Flip 5p -> 6p:
+    # ready seats 0 (waits 2m), 1 (winner), 2 (waits 3s/6s); seat 2 holds one 6p: 1 from each.
+    ledger = [[2, s, 1, "baopai"] for s in (0, 1, 3)]
+    ledger += pays((0, 2, 3), 1, hu=2) + pays((0, 1, 3), 2, chicken=1)
+    check(rec, result("zimo", [1], "5p", 1, 0, [-2, 6, -2, -2], ledger))
+
+
+def test_a_burned_seat_collects_no_reversed_zeren():
+    """7.4: a burned seat never collects 责任鸡, reversed or not. Dealer 0 discards the first 1s,
+    seat 2 pongs it; seat 0 later angangs 4m and discards its replacement 3s: 热炮, seat 1 wins,
+    seat 0 is burned (rerpao plus_one_burn). Seat 0 is ready, seat 2 is not: the reversal
+    (zeren reversible) would pay seat 0, but seat 0 is burned."""
+    hands = {
+        0: "1s4m4m4m1p2p3p7p8p9p6m7m8m5m",
+        1: "1m2m3m5p6p7p7m8m9m4s5s9s9s",  # waits 3s / 6s
+        2: "1s1s2m2m5m5m8m3p3p6p6p9p5s",
+        3: J3,
+    }
+    actions = [
+        [0, "discard", "1s"], [2, "pong"], [2, "discard", "9p"],
+        [3, "discard", "2s"],
+        [0, "angang", "4m"], [0, "discard", "3s"], [1, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, overrides={"zeren": "reversible", "rerpao": "plus_one_burn"},
+                 live="2s4m" + "1p", back="3s")  # fmt: skip
+    # hu 1 (平胡) + rerpao 1 from seat 0. The 闷豆 is void. Only seat 1 collects chickens: none.
+    ledger = [[0, 1, 1, "hu"], [0, 1, 1, "rerpao"]]
+    check(rec, result("ron", [1], "1p", 1, 0, [-2, 2, 0, 0], ledger))
+
+
+def test_a_rob_after_a_kong_in_the_same_turn_is_no_rerpao():
+    """7.2: 热炮 is a win on a discard. Seat 0 angangs 4m (timely), its replacement is 6s and it
+    bugangs 6s onto its pong; seat 2 robs. The 闷豆 keeps its value and no rerpao item is paid."""
+    hands = {
+        3: J3 + "6s",  # dealer
+        0: "6s6s4m4m4m1p2p3p7p8p9p5m9s",
+        1: J2,
+        2: ROB_WAITER_36,
+    }
+    actions = [
+        [3, "discard", "6s"], [0, "pong"], [0, "discard", "9s"],
+        [1, "discard", "9s"], [2, "discard", "9s"], [3, "discard", "9s"],
+        [0, "angang", "4m"], [0, "bugang", "6s"], [2, "hu"],
+    ]  # fmt: skip
+    rec = record(hands, actions, dealer=3, live="9s9s9s4m" + "3p", back="6s")
+    # seat 2: 平胡 1 + 自摸 1 = 2, seat 0 pays 3 x 2 = 6. Seat 0 (ready: waits 5m) collects its
+    # 闷豆: 2 from each. Flip 3p -> 4p: no collector holds a chicken.
+    ledger = [[0, 2, 6, "hu"]] + pays((1, 2, 3), 0, dou_an=2)
+    check(rec, result("qianggang", [2], "3p", 2, 0, [0, -2, 4, -2], ledger))
+
+
+def test_three_winners_on_a_non_dealers_discard_make_it_dealer():
+    """8.1: three winners on seat 0's discard (dealer 3, streak 1): seat 0 deals next, streak 0."""
+    hands = {
+        3: "1p2p3p4p6p7p8p9p2p3p4p9p9p" + "5m",  # dealer, 清一色 waits 5p
+        0: "1m1m4m4m9m9m6p6p3s3s5s7p5p",
+        1: "7m7m7m8m8m8m7s7s7s9s9s9s5p",  # 大对子 waits 5p
+        2: "2m2m3m3m4s4s6s6s2s2s8s8s5p",  # 七对 waits 5p
+    }
+    actions = [[3, "discard", "5m"], [0, "discard", "5p"], [1, "hu"], [2, "hu"], [3, "hu"]]
+    rec = record(hands, actions, dealer=3, live="2s" + "8s", streak=1)
+    # seat 0 pays 5, 10, 10 + 1 (the dealer's streak). Flip 8s -> 9s: seat 1 holds 9s x3.
+    ledger = [[0, 1, 5, "hu"], [0, 2, 10, "hu"], [0, 3, 11, "hu"]]
+    ledger += pays((0, 2, 3), 1, chicken=3)
+    check(rec, result("ron", [1, 2, 3], "8s", 0, 0, [-29, 14, 7, 8], ledger))
