@@ -18,11 +18,13 @@ Conventions used throughout:
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from reference import replay_record
 from scenario_helpers import check, pays, play_out, record, result
 
-from zhuoji_env.engine.records import RecordError, compare, replay
+from zhuoji_env.engine import core
+from zhuoji_env.engine.records import RecordError, compare, parse, replay
 
 J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"
 J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
@@ -1623,3 +1625,153 @@ def test_three_winners_on_a_non_dealers_discard_make_it_dealer():
     ledger = [[0, 1, 5, "hu"], [0, 2, 10, "hu"], [0, 3, 11, "hu"]]
     ledger += pays((0, 2, 3), 1, chicken=3)
     check(rec, result("ron", [1, 2, 3], "8s", 0, 0, [-29, 14, 7, 8], ledger))
+
+
+# Four more rules that only random comparisons with the reference pinned (the same mutation
+# test: whether a seed reached such a position decided whether the bug was caught).
+
+
+def test_chongfeng_alone_makes_a_seat_collect_without_ready_required():
+    """7.4 "Who collects", ready_required off: a seat collects when its chicken total, 冲锋鸡
+    included, is above 0. Seat 1 (J1, not ready, not a winner) draws and discards the first
+    1s, which nobody claims; its ordinary chicken total is 0, its 冲锋鸡 is 2, so it collects
+    2 from every other seat. The dealer then self-draws 3s."""
+    hands = {
+        0: "2m3m4m6p7p8p6s7s8s9m9m4s5s9p",  # discards 9p: plain wait 3s / 6s
+        1: J1,
+        2: J2,
+        3: J3,
+    }
+    actions = [
+        [0, "discard", "9p"],
+        [1, "discard", "1s"],  # the first 1s discarded: nobody holds a 1s, nobody claims it
+        [2, "discard", "2s"], [3, "discard", "7m"],
+        [0, "hu"],  # drew 3s: 234m 678p 678s 99m 345s
+    ]  # fmt: skip
+    rec = record(hands, actions, overrides={"ready_required": False},
+                 live="1s2s7m3s" + "1p")  # fmt: skip
+    # hu: 平胡 1 + 自摸 1 = 2 from each of 1, 2, 3 (streak 0). No kongs. Flip 1p -> 2p: nobody
+    # holds or has discarded a 2p, and the only 1s out of the wall is seat 1's 冲锋鸡, so every
+    # chicken total is 0; seat 1's 冲锋鸡 is 2 (not golden): 2 from each of 0, 2, 3.
+    # s0 = 6 - 2 = 4; s1 = -2 + 6 = 4; s2 = -2 - 2 = -4; s3 = -4. The dealer won: streak 1.
+    ledger = pays((1, 2, 3), 0, hu=2) + pays((0, 2, 3), 1, chongfeng=2)
+    check(rec, result("zimo", [0], "1p", 0, 1, [4, 4, -4, -4], ledger))
+
+
+def test_two_winners_next_dealer_counts_from_a_dealer_other_than_seat_0():
+    """8.1: with two winners the first winner in turn order counting from the current dealer
+    deals next. Dealer 2 discards its 14th tile 5s; seats 3 (七对) and 0 (大对子) win on it.
+    Counting from seat 2 (2, 3, 0, 1) the first winner is seat 3, not seat 0."""
+    hands = {
+        2: "1m1m4m4m7m2p2p5p5p9p3s6s2s" + "5s",  # dealer, not ready after the 5s goes
+        3: "2m2m3p3p6m6m4s4s8m8m1p1p5s",  # 七对, waits 5s
+        0: "7m7m7m8p8p8p7s7s7s9s9s5s5s",  # 大对子, waits 9s / 5s
+        1: "3m3m9m9m4p4p7p7p8s8s6p3s9p",  # not ready, no 5s
+    }
+    actions = [[2, "discard", "5s"], [3, "hu"], [0, "hu"]]
+    rec = record(hands, actions, dealer=2, live="4s")
+    # seat 2 pays seat 3 10 (七对) and seat 0 5 (大对子); streak 0. Flip 4s -> 5s: each winner's
+    # hand includes the 5s won on: seat 0 holds 5s x3 = 3 from each of 1, 2, 3; seat 3 holds
+    # 5s x2 = 2 from each of 0, 1, 2. Nobody holds a 1s; seats 1 and 2 are not ready.
+    # s0 = 5 + 9 - 2 = 12; s1 = -3 - 2 = -5; s2 = -15 - 3 - 2 = -20; s3 = 10 + 6 - 3 = 13.
+    # Next dealer: seat 3 (the deal passes: streak 0).
+    ledger = [[2, 0, 5, "hu"], [2, 3, 10, "hu"]]
+    ledger += pays((1, 2, 3), 0, chicken=3) + pays((0, 1, 2), 3, chicken=2)
+    check(rec, result("ron", [0, 3], "4s", 3, 0, [12, -5, -20, 13], ledger))
+
+
+# the dealer (seat 0, streak 2) is robbed: it pongs seat 1's 2p, later draws the last 2p and
+# adds it; seat 2 robs. The dealer is ready (6s / 9s) with one 2m (flip 1m), but burned: it
+# collects nothing. hu: 平胡 1 + 9 + k 2 = 12 from seat 0; seat 2 holds no 2m and no 1s.
+NINE_BURN_DEALER_ROBBED = (
+    {0: "2p2p2m3m4m6p7p8p7s8s9m9m2s8m", 1: J1, 2: ROBBER, 3: J3},
+    [
+        [0, "discard", "8m"], [1, "discard", "2p"], [0, "pong"], [0, "discard", "2s"],
+        [1, "discard", "9p"], [2, "discard", "8s"], [3, "discard", "9p"],
+        [0, "bugang", "2p"], [2, "hu"],
+    ],
+    "2p9p8s9p2p" + "1m",
+    ("qianggang", [2], "1m", 2, 0, [-12, 0, 12, 0], [[0, 2, 12, "hu"]]),
+)  # fmt: skip
+# the dealer (seat 0, streak 2) robs: seat 1 pongs the dealer's 2p, later draws the last 2p
+# and adds it; the dealer (whose dealt 14 tiles win; it declines) robs. hu: 平胡 1 + 9 + k 2
+# = 12 from seat 1. Flip 5s -> 6s: nobody holds a 6s or a 1s. The dealer won: streak 3.
+NINE_BURN_DEALER_ROBS = (
+    {0: ROBBER + "2p", 1: ROB_PONGER, 2: J2, 3: J3},
+    [
+        [0, "discard", "2p"], [1, "pong"],
+        [1, "discard", "1m"], [2, "discard", "9p"], [3, "discard", "2s"],
+        [0, "discard", "8s"], [1, "bugang", "2p"], [0, "hu"],
+    ],
+    "9p2s8s2p" + "5s",
+    ("qianggang", [0], "5s", 0, 3, [12, -12, 0, 0], [[1, 0, 12, "hu"]]),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "hands, actions, live, expected",
+    [NINE_BURN_DEALER_ROBBED, NINE_BURN_DEALER_ROBS],
+    ids=["dealer robbed", "dealer robs"],
+)
+def test_qianggang_plus_nine_burn_carries_the_dealer_streak(hands, actions, live, expected):
+    """7.2 抢杠 under ``qianggang = plus_nine_burn`` in guiyang (dealer_streak_bonus on, streak
+    2): the robbed seat alone pays the hand value without a self-draw extra, + 9, and, as a
+    hand payment between the dealer and another seat (8.2), + k."""
+    rec = record(hands, actions, overrides={"qianggang": "plus_nine_burn"}, live=live, streak=2)
+    check(rec, result(*expected))
+
+
+# Seat 1 holds three 2p; the fourth is W[107], the last tile, drawn by seat 3 (the 55th live
+# draw: no kong, so W[53..107] are all live draws, the k-th going to seat k mod 4). Every seat
+# discards what it draws and passes when asked, so the hands at the end are the dealt ones.
+LAST_DISCARD_HANDS = {
+    0: J3 + "9p",  # dealer: discards 9p first
+    1: "2p2p2p3p2m3m4m6s7s8s9m9m5s",  # 222p 3p 234m 678s 99m 5s: not ready
+    2: J2,
+    3: J1,
+}
+
+
+def _to_the_last_discard_of_the_wall():
+    rec = play_out(record(LAST_DISCARD_HANDS, [], back="2p"), stop=_last_turn)
+    discards = [a for a in rec["actions"] if a[1] == "discard"]
+    assert discards[-1][0] == 2  # seat 3 has drawn the last tile and is to act
+    rec["actions"].append([3, "discard", "2p"])  # the wall is empty: no replacement tile
+    return rec
+
+
+def test_no_kong_claim_on_the_last_discard():
+    """3.2: ``kong`` on a discard needs a replacement tile, so it is not offered when the wall
+    is empty. Seat 3 discards the last tile drawn, 2p; seat 1 holds three 2p and is asked with
+    only ``pong`` and ``pass`` (no seat can win on 2p): a record in which it chooses ``kong``
+    is refused by replay. The pong is legal: seat 1 pongs, discards 5s, nobody claims it, a
+    live draw is due with an empty wall: 黄庄."""
+    rec = _to_the_last_discard_of_the_wall()
+    # the legal set in the window, by the batch-1 fast path and by the array code alike
+    rules, wall, dealer, streak, decisions = parse(rec)
+    for step in (core.step, core.step_arrays):
+        st = core.deal(rules, wall[None], dealer, streak)
+        for _seat, a in decisions:
+            step(rules, st, np.array([a]))
+        assert st.front[0] > st.back[0]  # the wall is empty
+        assert (int(st.actor[0]), core.legal_names(st, 0)) == (1, ["pong", "pass"])
+    rec["actions"].append([1, "kong"])
+    n = len(rec["actions"]) - 1
+    with pytest.raises(
+        RecordError,
+        match=rf"^action {n}: seat 1 tried kong, which is illegal here; "
+        r"legal: \['pong', 'pass'\]$",
+    ):
+        replay(rec)
+    with pytest.raises(
+        ValueError, match=rf"action {n} \[1, 'kong'\]: seat 1 tried 'kong', but seat 1 is to act"
+    ):
+        replay_record(rec)
+
+    rec = _to_the_last_discard_of_the_wall()
+    rec["actions"] += [[1, "pong"], [1, "discard", "5s"]]
+    # seat 1: pong 2p + 2p3p 234m 678s 99m, ready on 1p / 4p (平胡: 查叫 value 1). Seats 0 (J3),
+    # 2 (J2), 3 (J1) are not ready: each pays seat 1 1 (streak 0). No kongs or chickens on a
+    # draw; no flip. draw_dealer stay: the dealer deals again, streak unchanged (0).
+    ledger = pays((0, 2, 3), 1, chajiao=1)
+    check(rec, result("draw", [], None, 0, 0, [-1, 3, -1, -1], ledger))
