@@ -71,12 +71,12 @@ deals (none: the uniform belief)."""
 NO_VALUE_DEFAULTS = {**DEFAULTS, "improve": 1.0}
 """The defaults for a BASE without a value (``rule``, ``greedy``, ``random``; ``sb3:`` and
 ``rllib:`` policies too, whose value the search does not read, and a network trained beside an
-oracle critic, such as ``ppo-scratch``, whose own value head was never trained): as :data:`DEFAULTS`, but the
-sampled deals play each other seat's hand forward one exchange per discard in its river
-(``improve=1``), so that about as many of them are ready as in real play (in ``rule``'s games a
-third more). With the uniform belief ``search:rule`` gained nothing over ``rule`` (+0.07 [-0.46,
-+0.60] over 300 deals); with this one +1.07 [+0.54, +1.61] over 200 fresh deals
-(docs/search.md)."""
+oracle critic, such as ``ppo-scratch``, whose own value head was never trained): as
+:data:`DEFAULTS`, but the sampled deals play each other seat's hand forward one exchange per
+discard in its river (``improve=1``), so that about as many of them are ready as in real play
+(in ``rule``'s games a third more). With the uniform belief ``search:rule`` gained nothing over
+``rule`` (+0.07 [-0.46, +0.60] over 300 deals); with this one +1.07 [+0.54, +1.61] over 200
+fresh deals (docs/search.md)."""
 
 VALUE_DEFAULTS = {**DEFAULTS, "k": 32, "z": 0.0, "leaf": 2}
 """The defaults for a BASE with a value (a network): rollouts scored by that value at the
