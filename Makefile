@@ -99,9 +99,13 @@ test: venv browser
 
 # Run the notebooks again at their analysis sizes (the values of their parameter cells; the test
 # suite runs them small) and write them back with their outputs, each whole or not at all and
-# only when no cell raised; NB=02 runs one. Tens of minutes on two cores.
+# only when no cell raised; NB=02 runs one. Tens of minutes on two cores. They run on numpy's
+# AVX2 code even where the CPU has AVX-512 (zhuoji_env.machine.avx2_switch): games that read
+# rule's advice replay exactly only on one SIMD target (docs/search.md), the committed outputs
+# are made on AVX2, and each notebook prints the target it ran on.
 notebooks: venv
-	$(PY) tests/test_notebooks.py $(NB)
+	NPY_DISABLE_CPU_FEATURES="$$($(PY) -c 'from zhuoji_env import machine; print(machine.avx2_switch())')" \
+		$(PY) tests/test_notebooks.py $(NB)
 
 lint: venv
 	$(VENV)/bin/ruff check .

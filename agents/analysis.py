@@ -1,7 +1,8 @@
 """Play turned into tables (pandas) and charts (matplotlib), for notebooks.
 
 :func:`play_traced` plays ``deals`` deals with every seating of the agents (the arena's duplicate
-scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
+scheme and its default seating, ``permute``, :mod:`agents.arena`) and keeps everything a
+researcher asks about:
 
 - ``decisions``: one row per decision: the game, seat and agent, the situation (phase, shanten,
   tiles left, which claims were offered, the legal actions; ``waits``/``n_waits`` are the
@@ -9,7 +10,8 @@ scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
   leaves a hand of 3k+2 tiles ready), the chosen action (``least_shanten``: a discard that keeps
   the least shanten), the agent's probability of it, its top choices and value estimate when it
   has a policy (below), and the hand's outcome for that seat (score, win, how the hand ended);
-- ``hands``: one row per (game, seat): the agent, its score and the arena's statistics;
+- ``hands``: one row per (game, seat): the deal and seating, the agent, its score and the
+  arena's statistics;
 - ``ledger``: one row per settlement line (payer, payee, item, amount), with both agents;
 - ``records``: every hand as a record (RULES.md 10) carrying the optional per-decision fields
   ``probs``, ``values`` and ``agents`` that the replay viewer shows (:mod:`zhuoji_env.view`).
@@ -17,10 +19,17 @@ scheme, :mod:`agents.arena`) and keeps everything a researcher asks about:
 An agent **has a policy** when it offers ``policy(obs, mask) -> (probs [k, 86], value [k])``
 (the PPO agents do, whatever observation version their network reads), the probabilities of
 each row's legal actions summing to 1 (the viewer shows them); its value estimate
-is in the units it was trained on (the PPO scripts' ``reward_scale`` x score).
+is in the units it was trained on (the PPO scripts' ``reward_scale`` x score; a PPO agent's
+``reward_scale`` attribute), NaN where the agent has none (a ``ppo`` policy whose value head was
+never trained, ``value_trained`` False: its probabilities are kept all the same).
 Observations and masks of every decision are kept (``obs``, ``masks``) for the ablation of
 observation blocks (:func:`block_ablation`) and for asking another agent what it would have done
 (:func:`agreement`).
+
+The mean scores of :func:`behaviour`, :func:`claims` and :func:`calibration` carry 95%
+intervals clustered by deal (:func:`agents.arena.clustered_mean_ci`): the seatings of one deal
+share its tiles, and the decisions of one seat-hand its final score, so the deals are the
+independent samples.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import pandas as pd
 
 from agents.arena import (
     check_agent,
+    clustered_mean_ci,
     deal_walls,
     game_stats,
     integer_at_least,
@@ -111,7 +121,7 @@ def play_traced(
     deals: int,
     seed: int = 0,
     rules: str | dict | Rules | None = "guiyang",
-    seating: str = "rotate",
+    seating: str = "permute",
     labels: Sequence[str] | None = None,
     forced: bool = False,
 ) -> Play:
@@ -119,8 +129,12 @@ def play_traced(
     choice (``forced=True`` keeps the single-option ones too).
 
     The games are the arena's (``run_arena(agents, deals, seed, rules, seating=seating)`` plays
-    the same hands when its deals fit one chunk): deal ``d`` is game ``d`` of a
-    ``BatchGame(rules, seed=seed)``, and the agents are reseeded as in the arena's first chunk.
+    the same hands when its deals fit one chunk), with its default seating, ``permute``: every
+    distinct arrangement of each composition of the agents over the seats (24 games a deal for
+    four agents at four seats, 6 for two). ``"rotate"`` plays only rotations (4 and 2), in which
+    the order around the table never changes, a bias :mod:`agents.arena` measures. Deal ``d`` is
+    game ``d`` of a ``BatchGame(rules, seed=seed)``, and the agents are reseeded as in the
+    arena's first chunk.
     ``agents`` and ``labels`` are checked as the arena's (:func:`agents.arena.named_agents`).
     """
     deals = integer_at_least("deals", deals, 1)
@@ -171,12 +185,12 @@ def play_traced(
             if out is not None:
                 probs[sel], value[sel] = out
         for j, g in enumerate(live):
-            has_p = not np.isnan(value[j])
+            has_p = not np.isnan(probs[j]).all()  # its value may be NaN (module doc)
             legal = np.flatnonzero(mask[j])
             probs_rec[g].append(
                 {A.describe(x): round(float(probs[j, x]), 4) for x in legal} if has_p else None
             )
-            values_rec[g].append(round(float(value[j]), 4) if has_p else None)
+            values_rec[g].append(None if np.isnan(value[j]) else round(float(value[j]), 4))
             if len(legal) == 1 and not forced:
                 continue
             rows.append(_decision_row(st, int(g), obs[j], legal, int(acts[j]), probs[j], value[j]))
@@ -244,7 +258,7 @@ def _decision_row(st, g, obs, legal, action, probs, value) -> dict[str, Any]:
         "prob": float(probs[action]),
         "value": float(value),
     }
-    if not np.isnan(value):
+    if not np.isnan(probs).all():
         top = np.argsort(-probs[legal], kind="stable")[:3]
         row["top"] = ", ".join(f"{A.describe(legal[t])} {probs[legal[t]]:.2f}" for t in top)
     else:
@@ -328,9 +342,19 @@ def item_sources(play: Play) -> pd.DataFrame:
     return net
 
 
+def deal_ci(values, deals) -> tuple[float, float, float]:
+    """Mean of ``values`` and its 95% interval clustered by deal (module doc): NaNs where there
+    are no values, a NaN interval with fewer than two deals."""
+    values = np.asarray(values, dtype=np.float64)
+    if not values.size:
+        return math.nan, math.nan, math.nan
+    return clustered_mean_ci(values, np.asarray(deals))
+
+
 def behaviour(play: Play) -> pd.DataFrame:
-    """Per agent: hands, mean score, win, self-draw and deal-in rates, kongs, chickens and
-    报听 per hand, and the average value of its wins (``hu`` receipts per win)."""
+    """Per agent: hands, mean score with its 95% interval (``score_low``, ``score_high``,
+    clustered by deal: module doc), win, self-draw and deal-in rates, kongs, chickens and 报听
+    per hand, and the average value of its wins (``hu`` receipts per win)."""
     h = play.hands
     out = h.groupby("agent").agg(
         hands=("score", "size"),
@@ -345,6 +369,9 @@ def behaviour(play: Play) -> pd.DataFrame:
         wins=("wins", "sum"),
     )
     out["win_value"] = out["hu_total"] / out["wins"].clip(lower=1)
+    ci = {a: deal_ci(g.score, g.deal)[1:] for a, g in h.groupby("agent")}
+    out.insert(2, "score_low", [ci[a][0] for a in out.index])
+    out.insert(3, "score_high", [ci[a][1] for a in out.index])
     return out.drop(columns=["hu_total", "wins"]).reindex(play.labels)
 
 
@@ -391,6 +418,7 @@ def discard_choice(play: Play, label: str) -> pd.DataFrame:
     d = d[(d.agent == label) & (d.kind == "discard")]
     if d.empty:
         raise ValueError(f"no discards of agent {label!r}: agents are {play.labels}")
+    d = d.assign(least_shanten=d["least_shanten"].astype(np.float64))  # bool, None elsewhere
     return d.groupby("shanten").agg(
         discards=("kind", "size"),
         least_shanten=("least_shanten", "mean"),
@@ -401,7 +429,10 @@ def discard_choice(play: Play, label: str) -> pd.DataFrame:
 def claims(play: Play, label: str) -> pd.DataFrame:
     """Agent ``label``'s answers to offered claims (``hu``, ``pong``, ``kong``: a claimed kong,
     or its own concealed or added kong in its turn): how often offered and taken, and the mean
-    hand score of the seat when it took the claim and when it let it go."""
+    hand score of the seat when it took the claim and when it let it go, each with its 95%
+    interval clustered by deal (``taken_low`` ... ``declined_high``; module doc). The scores
+    describe the hands in which each choice was made, not what the choice earned: the hands
+    offered a claim, and those in which it was taken, differ in more than the choice."""
     play.agent(label)
     d = play.decisions[play.decisions.agent == label]
     rows = []
@@ -411,16 +442,12 @@ def claims(play: Play, label: str) -> pd.DataFrame:
         ("kong", "can_kong", {"kong", "angang", "bugang"}),
     ):
         o = d[d[col]]
-        took = o.kind.isin(kinds)
-        rows.append(
-            {
-                "claim": offer,
-                "offered": len(o),
-                "taken_rate": took.mean() if len(o) else np.nan,
-                "score_when_taken": o.final_score[took].mean(),
-                "score_when_declined": o.final_score[~took].mean(),
-            }
-        )
+        took = o.kind.isin(kinds).to_numpy()
+        row = {"claim": offer, "offered": len(o), "taken_rate": took.mean() if len(o) else np.nan}
+        for name, sel in (("taken", took), ("declined", ~took)):
+            m, lo, hi = deal_ci(o.final_score[sel], o.deal[sel])
+            row.update({f"score_when_{name}": m, f"{name}_low": lo, f"{name}_high": hi})
+        rows.append(row)
     return pd.DataFrame(rows).set_index("claim")
 
 
@@ -472,13 +499,14 @@ def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) 
 
 
 def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> pd.DataFrame:
-    """Value estimate (divided by ``scale``, e.g. the training ``reward_scale``) against the
-    realised hand score, in quantile bins of the estimate: mean estimate, mean score, count.
+    """Value estimate (divided by ``scale``, e.g. the agent's ``reward_scale``) against the
+    realised hand score, in quantile bins of the estimate: mean estimate, mean score with its
+    95% interval (``score_low``, ``score_high``: clustered by deal, module doc), count.
     ``decisions``: rows of :attr:`Play.decisions`; ``scale`` a finite number > 0; ``bins`` an
     integer >= 1."""
     if not isinstance(decisions, pd.DataFrame):
         raise TypeError(f"decisions must be a DataFrame (Play.decisions), got {type(decisions)}")
-    missing = [c for c in ("value", "final_score") if c not in decisions.columns]
+    missing = [c for c in ("value", "final_score", "deal") if c not in decisions.columns]
     if missing:
         raise ValueError(
             f"decisions has no column {', '.join(map(repr, missing))}: pass Play.decisions of "
@@ -494,12 +522,21 @@ def calibration(decisions: pd.DataFrame, scale: float = 1.0, bins: int = 8) -> p
         raise ValueError("no decisions with a value estimate (an agent with a policy is needed)")
     est = d["value"] / scale
     q = pd.qcut(est, q=min(bins, est.nunique()), duplicates="drop")
-    return (
-        pd.DataFrame({"estimate": est, "score": d["final_score"], "bin": q})
-        .groupby("bin", observed=True)
-        .agg(estimate=("estimate", "mean"), score=("score", "mean"), decisions=("score", "size"))
-        .reset_index(drop=True)
-    )
+    rows = []
+    for _, b in pd.DataFrame(
+        {"estimate": est, "score": d["final_score"], "deal": d["deal"], "bin": q}
+    ).groupby("bin", observed=True):
+        score, low, high = deal_ci(b["score"], b["deal"])
+        rows.append(
+            {
+                "estimate": b["estimate"].mean(),
+                "score": score,
+                "score_low": low,
+                "score_high": high,
+                "decisions": len(b),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------- charts
@@ -565,9 +602,19 @@ def plot_item_sources(sources: pd.DataFrame, ax=None, title: str = "points per h
 
 
 def plot_calibration(table: pd.DataFrame, ax=None):
-    """Mean realised score against mean value estimate per bin (:func:`calibration`)."""
+    """Mean realised score against mean value estimate per bin (:func:`calibration`), with its
+    95% interval where the table has one (``score_low``, ``score_high``)."""
     ax = _axes(ax, (4.5, 4))
     ax.plot(table["estimate"], table["score"], "o-", label="policy")
+    if {"score_low", "score_high"} <= set(table.columns):
+        ax.errorbar(
+            table["estimate"],
+            table["score"],
+            yerr=[table["score"] - table["score_low"], table["score_high"] - table["score"]],
+            fmt="none",
+            ecolor="C0",
+            capsize=3,
+        )
     lim = [
         min(table["estimate"].min(), table["score"].min()),
         max(table["estimate"].max(), table["score"].max()),

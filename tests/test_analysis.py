@@ -28,7 +28,7 @@ from agents.analysis import (  # noqa: E402
     plot_scores,
     win_values,
 )
-from agents.arena import json_text, run_arena  # noqa: E402
+from agents.arena import clustered_mean_ci, json_text, run_arena  # noqa: E402
 from agents.base import Agent  # noqa: E402
 from zhuoji_env.engine import actions as A  # noqa: E402
 from zhuoji_env.engine.records import load, replay  # noqa: E402
@@ -71,7 +71,7 @@ class HandPolicy(Agent):
 
 @pytest.fixture(scope="module")
 def play():
-    return play_traced(["random", "greedy", "rule"], 2, seed=1)
+    return play_traced(["random", "greedy", "rule"], 1, seed=1)  # 36 seatings (permute)
 
 
 def test_ledger_table_of_the_sample_records():
@@ -92,19 +92,25 @@ def test_ledger_table_of_the_sample_records():
 
 
 def test_traced_play_is_the_arena_s_play(play):
-    arena = run_arena(
-        ["random", "greedy", "rule"],
-        2,
-        seed=1,
-        seating="rotate",
-        progress=False,
-        keep_games=True,
-    )
-    scores = np.asarray(arena.games["scores"])  # [games, seats]
-    h = play.hands.sort_values(["game", "seat"])
-    assert (h.score.to_numpy().reshape(scores.shape) == scores).all()
-    assert len(play.records) == 2 * 12 == len(h) // 4  # 12 rotations: each agent doubled in 4
-    assert (h.groupby("game").score.sum() == 0).all()
+    """With the arena's default seating (permute: 3 compositions x 12 arrangements of 3 agents
+    at 4 seats), and with rotate where it is asked for (3 compositions x 4 rotations)."""
+    agents = ["random", "greedy", "rule"]
+    rotated = play_traced(agents, 2, seed=1, seating="rotate")
+    for traced, deals, seating, games in ((play, 1, None, 36), (rotated, 2, "rotate", 12)):
+        arena = run_arena(
+            agents,
+            deals,
+            seed=1,
+            progress=False,
+            keep_games=True,
+            **({"seating": seating} if seating else {}),
+        )
+        scores = np.asarray(arena.games["scores"])  # [games, seats]
+        h = traced.hands.sort_values(["game", "seat"])
+        assert (h.score.to_numpy().reshape(scores.shape) == scores).all()
+        assert len(traced.records) == deals * games == len(h) // 4
+        assert (h.groupby("game").score.sum() == 0).all()
+        assert (h.groupby("deal").rotation.nunique() == games).all()
 
 
 def test_records_replay_and_carry_aligned_fields(play):
@@ -131,7 +137,7 @@ def test_decision_rows(play):
         assert rec["agents"][row.seat] == row.agent
         assert (row.seat in rec["result"]["winners"]) == row.won
     # every decision of every hand is in the trace with forced=True
-    full = play_traced(["random", "greedy", "rule"], 2, seed=1, forced=True)
+    full = play_traced(["random", "greedy", "rule"], 1, seed=1, forced=True)
     assert len(full.decisions) == sum(len(r["actions"]) for r in full.records)
     pd.testing.assert_frame_equal(
         full.decisions[full.decisions.n_legal > 1].reset_index(drop=True), d
@@ -143,13 +149,13 @@ def test_item_sources_add_up_to_mean_scores(play):
     beh = behaviour(play)
     assert list(src.index) == list(beh.index) == ["random", "greedy", "rule"]
     assert np.allclose(src["total"], beh["mean_score"])
-    assert list(beh.hands) == [32, 32, 32]  # each agent doubled in a third of the games
+    assert list(beh.hands) == [48, 48, 48]  # each agent doubled in a third of the games
     h = play.hands
     assert beh.loc["rule", "win_rate"] == h[h.agent == "rule"].wins.mean()
 
 
 def test_win_values_count_each_win_by_its_hu_receipts_in_the_records():
-    play = play_traced(["random", "greedy", "rule"], 6, seed=3)
+    play = play_traced(["random", "greedy", "rule"], 2, seed=3)  # 72 games (permute)
     table = win_values(play)
     assert list(table.index) == ["random", "greedy", "rule"]
     led = ledger_table(play.records)
@@ -232,6 +238,7 @@ def test_discard_choice_and_claims():
     play = play_traced(["greedy", FirstLegal()], 3, seed=3, labels=["greedy", "first"])
     greedy = discard_choice(play, "greedy")
     assert (greedy.least_shanten == 1.0).all()  # greedy discards to the least shanten
+    assert greedy.least_shanten.dtype == np.float64  # a share, which .round() rounds
     d = play.decisions
     mine = d[(d.agent == "greedy") & (d.kind == "discard")]
     assert greedy.discards.sum() == len(mine)
@@ -242,8 +249,57 @@ def test_discard_choice_and_claims():
     assert first.loc["pong", "taken_rate"] == 1.0  # pong (81) is its lowest-index claim
     taken = fd[fd.kind == "pong"]
     assert first.loc["pong", "score_when_taken"] == pytest.approx(taken.final_score.mean())
+    # its interval is clustered by deal: the decisions of one deal share its tiles
+    want = clustered_mean_ci(taken.final_score, taken.deal)
+    got = first.loc["pong", ["score_when_taken", "taken_low", "taken_high"]]
+    assert got.tolist() == pytest.approx(list(want))
+    assert np.isnan(first.loc["pong", ["score_when_declined", "declined_low"]].astype(float)).all()
     with pytest.raises(ValueError, match="no agent 'rule' in this play"):
         discard_choice(play, "rule")
+
+
+def test_behaviour_and_calibration_intervals_are_clustered_by_deal(play):
+    """The mean score of each agent and of each calibration bin carries its 95% interval over
+    deals (the seatings of a deal share its tiles): wider than one that took every seat-hand
+    for an independent sample; one deal gives no interval."""
+    beh = behaviour(play)  # one deal
+    assert beh[["score_low", "score_high"]].isna().all().all()
+    three = play_traced(["random", "greedy", "rule"], 3, seed=1)
+    beh = behaviour(three)
+    h = three.hands[three.hands.agent == "rule"]
+    assert beh.loc["rule", ["mean_score", "score_low", "score_high"]].tolist() == pytest.approx(
+        list(clustered_mean_ci(h.score, h.deal))
+    )
+    naive = clustered_mean_ci(h.score, np.arange(len(h)))  # every seat-hand its own cluster
+    assert beh.loc["rule", "score_high"] - beh.loc["rule", "score_low"] > naive[2] - naive[1]
+    assert (beh.score_low < beh.mean_score).all() and (beh.mean_score < beh.score_high).all()
+    hand = play_traced([HandPolicy(), "greedy"], 3, seed=2, labels=["hand", "greedy"])
+    mine = hand.decisions[hand.decisions.agent == "hand"]
+    cal = calibration(mine, scale=0.1)
+    assert list(cal.columns) == ["estimate", "score", "score_low", "score_high", "decisions"]
+    want = clustered_mean_ci(mine.final_score, mine.deal)
+    assert cal.loc[0, ["score", "score_low", "score_high"]].tolist() == pytest.approx(list(want))
+    assert len(plot_calibration(cal).collections) >= 1  # the intervals are drawn
+
+
+def test_a_policy_without_values_keeps_its_probabilities():
+    """A policy whose value head was never trained (values NaN, as ppo-scratch's): its
+    probabilities and top choices are traced and shown by the viewer, its values are not, and
+    calibration says there is nothing to calibrate."""
+    from zhuoji_env.view import page
+
+    class NoValue(HandPolicy):
+        def policy(self, obs, mask):
+            return super().policy(obs, mask)[0], np.full(len(obs), np.nan)
+
+    play = play_traced([NoValue(), "greedy"], 1, seed=2, labels=["hand", "greedy"])
+    mine = play.decisions[play.decisions.agent == "hand"]
+    assert mine.value.isna().all() and mine.prob.notna().all() and mine.top.notna().all()
+    rec = next(r for r in play.records if any(p is not None for p in r["probs"]))
+    assert all(v is None for v in rec["values"])
+    assert page(rec).startswith("<!DOCTYPE html>")
+    with pytest.raises(ValueError, match="no decisions with a value estimate"):
+        calibration(mine)
 
 
 def test_bad_input():

@@ -7,7 +7,13 @@ kernel (working folder ``notebooks/``, this checkout first on the import path) a
 sizes (:data:`SMALL`), set in a cell injected after the parameter cell, as papermill does; a
 parameter naming a file the notebook writes is set to a file already there, as on a rerun,
 which must be kept. The tests never write a notebook, and check without running them that the
-committed outputs were made at the analysis sizes.
+committed outputs were made at the analysis sizes, on numpy's AVX2 code.
+
+Each notebook prints the numpy SIMD target it ran on (``numpy SIMD target: ...``,
+:func:`zhuoji_env.machine.numpy_simd`): games that read ``rule``'s advice replay exactly only on
+the same target (docs/search.md), and the committed outputs are made on numpy's AVX2 code, which
+``make notebooks`` selects on a CPU with AVX-512 too (``NPY_DISABLE_CPU_FEATURES`` set to
+:func:`zhuoji_env.machine.avx2_switch`; the kernels inherit it).
 
 ``python tests/test_notebooks.py [--small] [NOTEBOOK ...]`` (``make notebooks``) executes the
 notebooks (or those named: a path, a file name, or a prefix such as ``02``) at their analysis
@@ -30,6 +36,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from zhuoji_env import machine
 from zhuoji_env.fileio import write_text_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,18 +46,22 @@ MAX_BYTES = 1_000_000
 INJECTED = "injected-parameters"  # the tag of an injected cell, as papermill's
 SMALL = {
     "01_environment_tour.ipynb": {},  # no sizes: it always runs as committed
-    "02_baselines.ipynb": {"DEALS": 6, "TRACE_DEALS": 2},
-    "03_policy_analysis.ipynb": {"DEALS": 6},
+    "02_baselines.ipynb": {"DEALS": 6, "TRACE_DEALS": 1},  # a traced deal: 24 seatings
+    "03_policy_analysis.ipynb": {"DEALS": 2},  # 6 seatings each
     "04_bring_your_own_agent.ipynb": {
         "ARENA_DEALS": 2,
         "LADDER_DEALS": 4,
         "BOOTSTRAP": 100,
-        "TRACE_DEALS": 3,
+        "TRACE_DEALS": 1,
     },
 }
 """Per notebook, the parameters the test suite sets (the rest keep their analysis values)."""
 WRITES = {"03_policy_analysis.ipynb": "VIEWER_PAGE"}
 """The parameter that names a file a notebook writes (None by default: a temporary folder)."""
+SIMD = "numpy SIMD target: "
+"""How a notebook's output line naming the numpy SIMD target it ran on begins."""
+AVX2 = ("X86_V3", "AVX2")
+"""numpy's names of its AVX2 target (numpy 2.4 on, and before), as ``numpy_simd`` gives them."""
 
 
 def parameter_cell(book: nbformat.NotebookNode) -> int:
@@ -112,6 +123,20 @@ def run_line(book: nbformat.NotebookNode, values: dict) -> str:
     with contextlib.redirect_stdout(out):
         exec(run_line_cell(book).source, {"__builtins__": __builtins__, **values})
     return out.getvalue()
+
+
+def simd_shown(book: nbformat.NotebookNode) -> list[str]:
+    """The numpy SIMD targets a notebook's outputs say it ran on (its ``numpy SIMD target:``
+    lines, in order)."""
+    return [
+        line.removeprefix(SIMD)
+        for c in book.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "stream"
+        for line in o.text.splitlines()
+        if line.startswith(SIMD)
+    ]
 
 
 def errors_of(book: nbformat.NotebookNode) -> list:
@@ -208,6 +233,16 @@ def test_committed_at_analysis_sizes(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_on_numpy_s_avx2_code(path):
+    """The committed outputs say they were made on numpy's AVX2 code, on which the published
+    arenas and ladders replay (``make notebooks`` runs it where the CPU has AVX-512 too)."""
+    shown = simd_shown(nbformat.read(path, as_version=4))
+    assert len(shown) == 1 and shown[0] in AVX2, (
+        f"{path.name} was run on numpy SIMD target {shown}: run make notebooks"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_runs(path, tmp_path):
     earlier = tmp_path / "page.html"
     earlier.write_text("an earlier run's page")
@@ -220,6 +255,7 @@ def test_runs(path, tmp_path):
     assert path.read_bytes() == committed
     shown = "".join(o.get("text", "") for o in run_line_cell(book).outputs)
     assert shown == run_line(book, {**defaults(book), **parameters})  # it says what it ran
+    assert simd_shown(book) == [str(machine.numpy_simd())]  # and on which numpy code
     if path.name in WRITES:  # a rerun keeps the file it wrote before, and writes beside it
         assert earlier.read_text() == "an earlier run's page"
         assert (tmp_path / "page-2.html").read_bytes().startswith(b"<!DOCTYPE html>")
@@ -295,6 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         "--small", action="store_true", help="the test suite's small sizes instead (SMALL)"
     )
     args = parser.parse_args(argv)
+    if not args.small and machine.is_avx512(machine.numpy_simd()):
+        print(
+            f"numpy runs its {machine.numpy_simd()} (AVX-512) code here: the committed outputs are "
+            "made on its AVX2 code, which `make notebooks` selects (NPY_DISABLE_CPU_FEATURES)",
+            file=sys.stderr,
+        )
     failed = []
     for p in chosen(args.notebooks):
         values = SMALL[p.name] if args.small else {}
@@ -306,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(p.name)
             continue
         sizes = "small" if args.small else "analysis"
-        print(f"{p.name}: {sizes} sizes, {sec:.0f} s, {p.stat().st_size:,} bytes")
+        simd = ", ".join(simd_shown(nb)) or "not shown"
+        print(f"{p.name}: {sizes} sizes, {sec:.0f} s, {p.stat().st_size:,} bytes, numpy {simd}")
     return 1 if failed else 0
 
 
