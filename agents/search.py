@@ -425,7 +425,7 @@ class SearchAgent(Agent):
         """``pick`` (best means, ``z=0``) with its close calls raced: where the best mean beats
         the runner-up by less than :data:`RACE_SE` standard errors of their paired difference,
         both are played out from ``race`` fresh deals and the better mean over all their deals
-        (``k + race``) is played."""
+        (``k + race``) is played (a tie keeps the first stage's leader)."""
         mean = np.where(distinct(cand), scores.mean(1), -np.inf)
         second = np.where(np.arange(cand.shape[1]) == pick[:, None], -np.inf, mean).argmax(1)
         lead, se = paired(scores, pick, second)
