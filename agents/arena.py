@@ -474,6 +474,21 @@ def interval_text(ci, digits: int = 3) -> str:
     return f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
+def _check_level(level) -> None:
+    if not is_real(level) or not 0 < level < 1:
+        raise ValueError(
+            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
+        )
+
+
+def _t_quantile(level: float, dof: int) -> float:
+    """Student's t quantile of a two-sided interval at ``level`` with ``dof`` degrees of
+    freedom (``scipy.stats.t``, imported here: a second to load, and rarely needed)."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(0.5 + level / 2, dof))
+
+
 def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t confidence interval of independent samples ``x``, at confidence
     ``level`` (strictly between 0 and 1).
@@ -481,18 +496,13 @@ def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     Student's t quantile (``scipy.stats.t``, a dependency: the normal quantile in its place
     made 3 deals' interval 2.2 times too narrow). Fewer than two samples give a NaN interval.
     """
-    if not is_real(level) or not 0 < level < 1:
-        raise ValueError(
-            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
-        )
+    _check_level(level)
     x = np.asarray(x, dtype=np.float64)
     m = float(x.mean()) if x.size else math.nan
     if x.size < 2:
         return m, math.nan, math.nan
     se = float(x.std(ddof=1)) / math.sqrt(x.size)
-    from scipy.stats import t as student_t  # imported here: a second to load, and rarely needed
-
-    q = float(student_t.ppf(0.5 + level / 2, x.size - 1))
+    q = _t_quantile(level, x.size - 1)
     return m, m - q * se, m + q * se
 
 
@@ -502,10 +512,7 @@ def clustered_mean_ci(x, clusters, level: float = 0.95) -> tuple[float, float, f
     are independent: the cluster-robust standard error (sums of deviations per cluster, scaled
     by C/(C-1)) with C-1 degrees of freedom. With every sample its own cluster this is
     :func:`mean_ci`; fewer than two clusters give a NaN interval."""
-    if not is_real(level) or not 0 < level < 1:
-        raise ValueError(
-            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}"
-        )
+    _check_level(level)
     x = np.asarray(x, dtype=np.float64)
     ids, cl = np.unique(np.asarray(clusters), return_inverse=True)
     if cl.shape != x.shape or x.ndim != 1:
@@ -517,9 +524,7 @@ def clustered_mean_ci(x, clusters, level: float = 0.95) -> tuple[float, float, f
         return m, math.nan, math.nan
     sums = np.bincount(cl, weights=x - m, minlength=ids.size)
     se = math.sqrt(ids.size / (ids.size - 1) * float((sums**2).sum())) / x.size
-    from scipy.stats import t as student_t
-
-    q = float(student_t.ppf(0.5 + level / 2, ids.size - 1))
+    q = _t_quantile(level, ids.size - 1)
     return m, m - q * se, m + q * se
 
 
