@@ -8,11 +8,14 @@ import re
 import numpy as np
 import pytest
 
-from agents import play
+from agents import make_agent, play
+from agents.base import Agent
 from agents.play import parse_command
 from zhuoji_env.engine import actions as A
-from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER
-from zhuoji_env.tiles import CODES
+from zhuoji_env.engine import core
+from zhuoji_env.engine.state import AN_KONG, END_NAMES, ITEMS, OVER, RESPONSE, ROB
+from zhuoji_env.rules import Rules
+from zhuoji_env.tiles import CODES, full_set
 
 
 def _mask(*actions):
@@ -176,46 +179,55 @@ def test_bad_options_are_refused_naming_them(capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
-def test_the_others_moves_are_told_as_the_table_sees_them():
-    """The move lines showed an opponent's concealed kong with its tile, every pass (who held
-    a pair of the discard, or waited on a robbed tile) and every claim at once, before the
-    seats asked after it had chosen (RULES.md 3.2)."""
-    from agents import make_agent
-    from agents.base import Agent
-    from zhuoji_env.engine import core
-    from zhuoji_env.engine.state import RESPONSE, ROB
-    from zhuoji_env.rules import Rules
-    from zhuoji_env.tiles import full_set
+class _Greedy(Agent):
+    """``greedy``'s choice, except where :meth:`override` changes it."""
 
-    class Claimer(Agent):
-        """Takes a concealed kong, then any claim, where it may; else greedy's choice."""
+    name = "scripted"
 
-        name = "claimer"
+    def __init__(self, seed):
+        super().__init__(seed)
+        self.greedy = make_agent("greedy", seed=seed)
 
-        def __init__(self, seed):
-            super().__init__(seed)
-            self.greedy = make_agent("greedy", seed=seed)
+    def _act(self, obs, mask):
+        return self.override(self.greedy.act(obs, mask), mask)
 
-        def _act(self, obs, mask):
-            acts = self.greedy.act(obs, mask)
-            for first in (A.ANGANG, A.HU, A.KONG, A.PONG):
-                rows = np.flatnonzero(
-                    mask[:, first : first + (27 if first == A.ANGANG else 1)].any(1)
-                )
-                picks = mask[rows, first : first + 27].argmax(1) if first == A.ANGANG else 0
-                acts[rows] = first + picks
-                if rows.size:
-                    break
-            return acts
 
+class _Claimer(_Greedy):
+    """Takes a concealed kong, then any claim, where it may."""
+
+    def override(self, acts, mask):
+        for first in (A.ANGANG, A.HU, A.KONG, A.PONG):
+            rows = np.flatnonzero(mask[:, first : first + (27 if first == A.ANGANG else 1)].any(1))
+            picks = mask[rows, first : first + 27].argmax(1) if first == A.ANGANG else 0
+            acts[rows] = first + picks
+            if rows.size:
+                break
+        return acts
+
+
+class _Passer(_Greedy):
+    """Pongs and adds kongs where it may and passes every other window (ron and robbing)."""
+
+    def override(self, acts, mask):
+        bug = mask[:, A.BUGANG : A.BUGANG + 27]
+        rows = np.flatnonzero(bug.any(1))
+        acts[rows] = A.BUGANG + bug[rows].argmax(1)
+        acts[mask[:, A.PASS]] = A.PASS
+        acts[mask[:, A.PONG]] = A.PONG
+        return acts
+
+
+def _told(opponent, hands, seed, dealer=None):
+    """Seat 0, passing whenever it may, plays ``hands`` hands against ``opponent(seat)`` in
+    seats 1-3, dealt by ``dealer`` (drawn per hand when None): the lines told to it, each with
+    the phase it was told in, and every hand's final state."""
     rules = Rules.make("guiyang")
-    opponents = {s: Claimer(s) for s in (1, 2, 3)}
-    rng = np.random.default_rng(0)
-    told = []
-    hidden_kongs = 0
-    for _ in range(40):
-        st = core.deal(rules, rng.permutation(full_set())[None], 0, 0)
-        hidden_kongs -= int((st.meld == 2).sum())
+    opponents = {s: opponent(s) for s in (1, 2, 3)}
+    rng = np.random.default_rng(seed)
+    told, states = [], []
+    for _ in range(hands):
+        wall = rng.permutation(full_set())[None]
+        st = core.deal(rules, wall, int(rng.integers(4)) if dealer is None else dealer, 0)
 
         def ask(prompt, st=st):
             legal = np.flatnonzero(st.mask[0])
@@ -225,13 +237,41 @@ def test_the_others_moves_are_told_as_the_table_sees_them():
             told.append((line, int(st.phase[0])))
 
         play.play_hand(rules, st, 0, opponents, ask, say, np.zeros(4, np.int64))
-        hidden_kongs += int((st.meld[0, 1:] == 2).sum())
+        states.append(st)
+    return told, states
+
+
+def test_the_others_moves_are_told_as_the_table_sees_them():
+    """The move lines showed an opponent's concealed kong with its tile, every pass (who held
+    a pair of the discard, or waited on a robbed tile) and every claim at once, before the
+    seats asked after it had chosen (RULES.md 3.2)."""
+    told, states = _told(_Claimer, 40, seed=0, dealer=0)
+    hidden_kongs = sum(int((st.meld[0, 1:] == AN_KONG).sum()) for st in states)
     moves = [(line, phase) for line, phase in told if line.startswith("player_")]
     assert not [m for m in moves if m[0].endswith(": pass")]
     assert not [m for m in moves if "angang" in m[0]]
     assert sum(line.endswith(": concealed kong") for line, _ in moves) == hidden_kongs > 0
     claims = [m for m in moves if re.search(r": (pong|kong|hu)$", m[0])]
     assert claims and all(phase not in (RESPONSE, ROB) for _, phase in claims)
+
+
+def test_no_pass_and_no_move_of_an_open_window_is_told(monkeypatch):
+    """Against opponents that pass their wins and robs, no pass and nothing said in a claim or
+    rob window reaches the human (a mutation test found neither pinned above, whose opponents
+    claim where they may)."""
+    windows, step = [], core.step
+
+    def counted(rules, st, actions, *rest):
+        windows.append(int(st.phase[0]))
+        return step(rules, st, actions, *rest)
+
+    monkeypatch.setattr(core, "step", counted)
+    told, _ = _told(_Passer, 60, seed=11)
+    assert windows.count(ROB) > 0 and windows.count(RESPONSE) > 0
+    moves = [(line, phase) for line, phase in told if line.startswith("player_")]
+    assert not [m for m in moves if m[0].endswith(": pass")]
+    assert all(phase not in (RESPONSE, ROB) for _, phase in moves)
+    assert [m for m in moves if m[0].endswith(": pong")]
 
 
 def test_the_end_of_hand_table_names_its_hand_and_ctrl_c_says_bye():
