@@ -28,6 +28,7 @@ import tempfile
 
 from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag, json_text, plain
 from training.ppo_selfplay import Args, train
+from zhuoji_env.bench import check_counts
 from zhuoji_env.machine import describe
 
 
@@ -102,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON line only")
     a = p.parse_args(argv)
-    for flag in ("updates", "num_envs", "num_steps", "processes"):
-        if getattr(a, flag) < 1:
-            p.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(a, flag)}")
+    check_counts(p, a, "updates", "num_envs", "num_steps", "processes")
     if a.num_envs % a.processes:
         p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
     share = a.num_envs // a.processes * a.num_steps

@@ -30,6 +30,7 @@ from agents.arena import against_each, interval_text
 from agents.ppo import INPUT_SIZES, PPOAgent
 from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
+from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
@@ -167,9 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     a = parser.parse_args(argv)
-    for name in ("deals", "decisions", "num_envs"):
-        if getattr(a, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
+    check_counts(parser, a, "deals", "decisions", "num_envs")
     if a.bc_decisions != parser.get_default("bc_decisions") and not a.bc_agent:
         parser.error(
             f"--bc-decisions {a.bc_decisions}: sizes the cloning of --bc-agent, so it needs "

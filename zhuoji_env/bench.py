@@ -22,6 +22,14 @@ from zhuoji_env.machine import describe
 from zhuoji_env.rules import PRESET_NAMES, Rules
 
 
+def check_counts(parser: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """A command's count flags ``names`` (attributes of ``args``): each at least 1, or the
+    parser's usage error naming the flag and the value given."""
+    for name in names:
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+
+
 def check_seconds(parser: argparse.ArgumentParser, seconds: float) -> None:
     """A benchmark's ``--seconds``: finite and at least 0.01 (NaN would measure nothing and
     report 0 a second, or divide by its 0 steps)."""

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from zhuoji_env.bench import check_seconds
+from zhuoji_env.bench import check_counts, check_seconds
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.envs.aec import env as make_aec
@@ -172,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON object last")
     args = parser.parse_args(argv)
     check_seconds(parser, args.seconds)
-    for flag in ("batch", "sb3_batch"):
-        if getattr(args, flag) < 1:
-            parser.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    check_counts(parser, args, "batch", "sb3_batch")
     players = Rules.make(args.preset).num_players
     try:  # before any measurement: a batch of 10**12 would fill the machine's memory
         if args.only in (None, "selfplay"):
