@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from scenario_helpers import make_wall
 
 from agents import make_agent, play
 from agents.base import Agent
@@ -295,3 +296,36 @@ def test_the_end_of_hand_table_names_its_hand_and_ctrl_c_says_bye():
     out.clear()
     assert play.main(["--seed", "3"], interrupted, out.append) == 130
     assert out[-1].strip() == "Bye."
+
+
+def test_a_rob_is_told_only_after_the_second_robber_chose():
+    """A hand-built 抢杠 window that asks two seats: seat 1 adds 2p to its pong, seat 2 robs
+    it and the human (seat 0, waiting on 2p too) is asked after seat 2. Seat 2's hu must not
+    reach the human before it has chosen (RULES.md 3.2 and 3.3; a mutation test found this
+    unpinned, as the random games above seldom open a rob window with two robbers)."""
+    robber = "3p4p5m6m7m3s4s5s6m7m8m9s9s"  # 234p 567m 345s 678m 99s with 2p
+    hands = {0: robber + "2p", 1: "1m1m4m4m1p3m5p5p8p8p2p2p2s", 2: robber,
+             3: "1m1m2m2m3m3m9m9m1p6p7p9p1s"}  # fmt: skip
+    rules = Rules.make("guiyang")
+    st = core.deal(rules, np.array([make_wall(0, hands, live="7s8s6s2p")]), 0, 0)
+    opening = [("discard", "2p"), ("pong", None), ("discard", "2s"), ("discard", "7s"),
+               ("discard", "8s"), ("discard", "6s"), ("bugang", "2p")]  # fmt: skip
+    for name, tile in opening:
+        core.step(rules, st, np.array([A.encode(name, tile)]))
+    assert (st.phase[0], st.actor[0]) == (ROB, 2)
+    events = []
+
+    def ask(prompt):
+        events.append(("asked", int(st.phase[0])))
+        assert "hu" in [A.describe(a) for a in np.flatnonzero(st.mask[0])]
+        return "pass"
+
+    def say(line):
+        events.append((line, int(st.phase[0])))
+
+    opponents = {1: make_agent("greedy", seed=1), 2: _Claimer(2), 3: make_agent("greedy", seed=3)}
+    result = play.play_hand(rules, st, 0, opponents, ask, say, np.zeros(4, np.int64))
+    assert result["end"] == "qianggang" and result["winners"] == [2]
+    asked = events.index(("asked", ROB))
+    told = [i for i, (line, _) in enumerate(events) if line == "player_2: hu"]
+    assert len(told) == 1 and told[0] > asked and events[told[0]][1] not in (RESPONSE, ROB)
