@@ -60,13 +60,15 @@ def copy_atomic(src: str | Path, dst: str | Path) -> Path:
 def unused_path(path: str | Path) -> Path:
     """``path`` if nothing is there, else the first free ``STEM-2.SUFFIX``, ``STEM-3.SUFFIX``, ...
 
-    Works for files and folders (a folder has no suffix): ``runs/A`` -> ``runs/A-2``.
+    Works for files and folders (a folder has no suffix): ``runs/A`` -> ``runs/A-2``,
+    ``runs/v1.5`` -> ``runs/v1.5-2``. A file keeps its last suffix, as :mod:`pathlib` splits it:
+    ``lr0.5.json`` -> ``lr0.5-2.json``.
     """
     path = Path(path)
     if not path.exists():
         return path
-    suffix = "".join(path.suffixes) if path.suffix and not path.is_dir() else ""
-    stem = path.name[: len(path.name) - len(suffix)] if suffix else path.name
+    suffix = "" if path.is_dir() else path.suffix
+    stem = path.name[: len(path.name) - len(suffix)]
     n = 2
     while True:
         candidate = path.with_name(f"{stem}-{n}{suffix}")
