@@ -1,24 +1,29 @@
-"""Behaviour of the training scripts that no other test pinned: a mutation test planted 35 small
+"""Behaviour of the training scripts that no other test pinned: a mutation test planted 44 small
 bugs in training/ (ppo_selfplay, cli, distill_search, demo, sb3_maskable, bench_learner,
-distributed), 9 survived the rest of the suite, and each test below fails under one of them: a
-resume at a lower reward scale, the argmax half of an evaluation, the demo's evaluations along
-the way, the decisions a distilled checkpoint carries, an --out-dir that cannot be written in,
-the second look for an earlier model once sb3_maskable holds its folder, bench_learner's own
-minibatch check, each data-parallel process's seed, and the flags each node sets for itself;
-and the bound on --node-rank, whose bug the suite caught only by hanging for minutes.
-The expected values come from the docstrings and docs/training.md, as the comments say."""
+distributed); 16 survived the rest of the suite (one of them equivalent: sb3_maskable's snapshot
+minutes are sorted) and one more was caught only by a multi-node test hanging for minutes. Each
+test below fails under one of them: a resume at a lower reward scale, the argmax half of an
+evaluation, the pool's snapshot times, the rollout's largest minibatch in the memory estimate,
+the demo's evaluations along the way and its refusal to reuse any earlier run's folder, the
+decisions a distilled checkpoint carries, an --out-dir that cannot be written in, file names in
+natural order, the second look for an earlier model once sb3_maskable holds its folder,
+bench_learner's minibatch check and its trained decisions over every update, each data-parallel
+process's seed, the flags each node sets for itself, the bound on --node-rank and the exit
+status a spawned process reports for a flag error. The expected values come from the
+docstrings and docs/training.md, as the comments say."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
 
 from agents.arena import run_arena
 from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
-from training import distill_search, distributed, ppo_selfplay, sb3_maskable
-from training.cli import FlagError
+from training import bench_learner, demo, distill_search, distributed, ppo_selfplay, sb3_maskable
+from training.cli import FlagError, file_names
 from zhuoji_env.rules import Rules
 
 TINY = [
@@ -69,7 +74,6 @@ def test_the_demo_evaluates_along_the_way_not_only_at_the_ends(tmp_path, monkeyp
     """training.demo: the fresh policy is evaluated before the first update and along the way,
     so its curve has points between the start and the last update (a run of 12 updates here;
     the trainer is replaced by one that only keeps the Args it is handed)."""
-    from training import demo
 
     handed = []
 
@@ -203,3 +207,84 @@ def test_a_node_rank_past_the_last_node_is_refused_at_once(monkeypatch):
     with pytest.raises(FlagError, match=r"^--node-rank 2: must be below --nnodes 2 \(the nodes"):
         distributed.launch(args)
     assert distributed.launch(dataclasses.replace(args, node_rank=1)).size == 2
+
+
+def test_the_pool_takes_a_snapshot_after_every_pool_every_th_update(tmp_path, monkeypatch):
+    """--pool-every K: 'updates between snapshots into the pool': over three updates with K = 2
+    the pool takes one snapshot, the network as it stands after update 2 (saved as
+    update_2.pt), not one of the untrained network before the first update."""
+    snapshots = []
+    deepcopy = ppo_selfplay.copy.deepcopy
+
+    def recorded(obj, *rest):
+        out = deepcopy(obj, *rest)
+        if isinstance(obj, PolicyNet):
+            snapshots.append({k: v.clone() for k, v in obj.state_dict().items()})
+        return out
+
+    monkeypatch.setattr(ppo_selfplay.copy, "deepcopy", recorded)
+    run = tmp_path / "run"
+    argv = [*TINY, "--pool-size", "2", "--pool-every", "2", "--total-decisions", "96"]
+    assert ppo_selfplay.main([*argv, "--out-dir", str(run)]) == 0
+    assert len(snapshots) == 1
+    saved = load_checkpoint(run / "update_2.pt")[0].state_dict()
+    assert all(torch.equal(saved[k], v) for k, v in snapshots[0].items())
+
+
+def test_network_memory_counts_a_minibatch_of_a_rollout_at_its_largest():
+    """network_memory: the policy's float32 weights four times (weights, gradients, Adam's two
+    moments) plus a minibatch's activations, 8 floats per hidden unit and row; a rollout holds
+    at most 2 x --num-steps rows of --num-envs decisions (memory_needed), so a minibatch at most
+    ceil(2 x 4 x 8 / 3) = 22 rows. Input 10, width 8: weights (10+1)x8 + (8+1)x8 + (8+1)x87 = 943
+    floats (86 actions and the value)."""
+    args = ppo_selfplay.Args(num_envs=4, num_steps=8, num_minibatches=3)
+    assert ppo_selfplay.network_memory(args, 10, 8) == 4 * 943 * 4 + 22 * 8 * 8 * 4
+
+
+# ---------------------------------------------------------------------------------- cli, demo
+def test_file_names_are_listed_in_their_natural_order():
+    """file_names: 'in a natural order (update_2.pt before update_10.pt)'."""
+    names = ["update_10.pt", "update_9.pt", "latest.pt", "update_2.pt"]
+    got = file_names([Path(n) for n in names])
+    assert got == "latest.pt, update_2.pt, update_9.pt, update_10.pt"
+
+
+@pytest.mark.parametrize("earlier", ["metrics.jsonl", "demo.png", "arena.json"])
+def test_the_demo_leaves_any_earlier_run_file_alone(tmp_path, monkeypatch, capsys, earlier):
+    """out_folder: runs/demo holding any file of an earlier demo or run, not only latest.pt,
+    sends this demo to the first free runs/demo-K."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "demo").mkdir(parents=True)
+    (tmp_path / "runs" / "demo" / earlier).write_text("earlier\n")
+    assert demo.out_folder(None) == Path("runs/demo-2")
+    assert "runs/demo holds an earlier demo, left as it is" in capsys.readouterr().out
+
+
+def test_bench_learner_counts_the_decisions_trained_in_every_update(monkeypatch):
+    """measure(): ``trained_decisions`` is what the run trained on over all its updates (each
+    update's ``train/trained_decisions`` summed), not the last update's alone."""
+    runs = []
+
+    def kept(args):
+        runs.append(ppo_selfplay.train(dataclasses.replace(args, hidden=8, num_minibatches=1)))
+        return runs[-1]
+
+    monkeypatch.setattr(bench_learner, "train", kept)
+    got = bench_learner.measure(3, num_envs=4, num_steps=8, bf16="off", device="cpu", seed=0)
+    each = [u["train"]["train/trained_decisions"] for u in runs[0]["updates"]]
+    assert len(each) == 3 and min(each) > 0
+    assert got["trained_decisions"] == sum(each) and got["decisions"] == 96
+
+
+def test_a_flag_error_is_exit_2_only_in_a_process_a_launcher_started():
+    """own_failure: the exit status is training.cli.run_main's (2 for a flag error) in a
+    process the user or torchrun started; a process spawned by --processes ends with 1
+    whatever it raised."""
+    spawned = distributed.Place(rank=1, size=2, local=1, per_node=2)
+    first = dataclasses.replace(spawned, rank=0, local=0)
+    by_torchrun = dataclasses.replace(spawned, torchrun=True)
+    error = FlagError("--lr 2: too large")
+    assert distributed.own_failure(first, error).endswith("(exit code 2)")
+    assert distributed.own_failure(by_torchrun, error).endswith("(exit code 2)")
+    assert distributed.own_failure(spawned, error).endswith("(exit code 1)")
+    assert distributed.own_failure(first, ValueError("bad")).endswith("(exit code 1)")
