@@ -42,7 +42,7 @@ $(RLLIB_STAMP): pyproject.toml
 # starts its own processes); ray must import there.
 test-rllib: rllib
 	$(RLLIB_PY) -c "import ray.rllib"
-	$(RLLIB_PY) -m pytest -q tests/test_rllib.py tests/test_rllib_batched.py tests/test_run_safety.py -k "rllib or two_node"
+	$(RLLIB_PY) -m pytest -q tests/test_rllib.py tests/test_rllib_batched.py tests/test_pinned_rllib.py tests/test_run_safety.py -k "rllib or two_node"
 
 # A rerun writes to runs/demo-2, runs/demo-3, ... (training.demo picks the first free one).
 demo: venv

@@ -33,10 +33,11 @@ for every decision), ``infos`` are empty, and continuation chunks carry no lookb
 The episodes are numpy'ized (RLlib's ``to_numpy()`` form), so the learner's connectors batch
 them by array instead of item by item.
 
-Game ``i`` of env runner ``w`` plays its first match from seed ``seed + w * N + i`` (``N``
-games a runner; RLlib's runner uses ``seed + w + i``, the same for the local runner and
-overlapping between remote ones), then every match from a seed drawn from that one's stream,
-as ``zhuoji_env.env()`` does after a seeded reset.
+Game ``i`` of env runner ``w`` plays its first match from seed ``seed + w * (N + 1) + i``
+(``N`` games a runner: RLlib has set the runner's own seed to ``seed + w``, and the runner adds
+``w * N + i``, so no two runners share a seed; RLlib's own runner seeds its games ``seed + w + i``,
+the same for the local runner and overlapping between remote ones), then every match from a
+seed drawn from that one's stream, as ``zhuoji_env.env()`` does after a seeded reset.
 
 A failure inside ``sample()`` is raised as :class:`RunnerFailure` naming the runner (its index,
 node and process) and the original error, so the trainer can stop with one clear line.
