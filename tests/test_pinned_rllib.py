@@ -18,7 +18,7 @@ pytest.importorskip(
 import torch  # noqa: E402
 from ray.rllib.core.columns import Columns  # noqa: E402
 from ray.rllib.evaluation.postprocessing import Postprocessing  # noqa: E402
-from test_rllib import SMALL, Payload, _module, _module_dir, _saved  # noqa: E402
+from test_rllib import SMALL, Episode, Payload, _module, _module_dir, _saved  # noqa: E402
 
 from agents import make_agent  # noqa: E402
 from agents.rllib import RLlibAgent  # noqa: E402
@@ -184,11 +184,6 @@ def test_resuming_another_run_into_a_folder_holding_a_run_is_refused(tmp_path):
 def test_league_prob_is_the_chance_of_a_frozen_seat():
     """With ``--league-prob 0.1`` about one seat in ten is played by a snapshot."""
     mapping = rllib_ppo.league_mapping(2, 0.1)
-
-    class Episode:
-        def __init__(self, id_):
-            self.id_ = id_
-
     picks = [mapping(f"player_{s}", Episode(f"ep{e}")) for e in range(500) for s in range(4)]
     frozen = sum(p != "shared" for p in picks)
     assert 100 < frozen < 300  # 2,000 seats, 200 expected

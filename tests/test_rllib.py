@@ -293,13 +293,15 @@ def test_snapshot_reaches_the_env_runners_and_stays_frozen(trained):
     assert not np.array_equal(shared["pi.weight"], frozen["pi.weight"])
 
 
+class Episode:
+    """What ``league_mapping``'s policy mapping reads of an RLlib episode: its id."""
+
+    def __init__(self, id_):
+        self.id_ = id_
+
+
 def test_league_mapping_keeps_a_seat_for_the_game():
     mapping = rllib_ppo.league_mapping(3, 0.5)
-
-    class Episode:
-        def __init__(self, id_):
-            self.id_ = id_
-
     picks = [mapping(f"player_{s}", Episode(f"ep{e}")) for e in range(200) for s in range(4)]
     assert picks[:4] == [mapping(f"player_{s}", Episode("ep0")) for s in range(4)]
     counts = {m: picks.count(m) for m in set(picks)}
