@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_bench import FakeClock
 
 RECORDS = Path(__file__).parent / "data" / "records"
 
@@ -119,23 +120,12 @@ def test_cpu_model_skips_an_empty_model_name(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- bench
-class _FakeClock:
-    """perf_counter advances 1/64 s per reading (as tests/test_bench.py's)."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def perf_counter(self) -> float:
-        self.now += 1 / 64
-        return self.now
-
-
 def test_bench_sweep_headline_is_the_largest_batch(monkeypatch, capsys):
     """Without --batch the bench sweeps 1, 16, 256 and 4,096 and compares the last (4,096)
     with RLCard: the JSON's top-level figures are that last measurement's."""
     from zhuoji_env import bench
 
-    monkeypatch.setattr(bench, "time", _FakeClock())
+    monkeypatch.setattr(bench, "time", FakeClock())
     monkeypatch.setattr(bench, "bench_rlcard", lambda seconds: None)
     assert bench.main(["--seconds", "0.01", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -148,7 +138,7 @@ def test_bench_accepts_the_least_seconds(monkeypatch, capsys):
     """check_seconds: 'finite and at least 0.01': 0.01 itself is accepted."""
     from zhuoji_env import bench
 
-    monkeypatch.setattr(bench, "time", _FakeClock())
+    monkeypatch.setattr(bench, "time", FakeClock())
     assert bench.main(["--batch", "1", "--seconds", "0.01", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["batch"] == 1
