@@ -168,6 +168,10 @@ def test_sb3_payload_in_the_weights_is_refused(sb3_model, tmp_path):
             {"policy_kwargs": {**_serialized({}), "activation_fn": "<class 'ReLU'>"}},
             r"policy_kwargs \[':serialized:', ':type:', 'activation_fn'\] that sb3:PATH",
         ),
+        (  # plain JSON, but a setting the rebuilt policy would not honour
+            {"policy_kwargs": {"net_arch": [64, 64], "squash_output": True}},
+            r"policy_kwargs \['net_arch', 'squash_output'\] that sb3:PATH",
+        ),
         (
             {"observation_space": {":type:": "<class 'gymnasium.spaces.dict.Dict'>"}},
             "its observation_space is \"<class 'gymnasium.spaces.dict.Dict'>\"",
