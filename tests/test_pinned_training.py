@@ -19,18 +19,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_run_safety import TINY  # a run of 32 decisions an update, saving every update
 
 from agents.arena import run_arena
 from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
 from training import bench_learner, demo, distill_search, distributed, ppo_selfplay, sb3_maskable
 from training.cli import FlagError, file_names
 from zhuoji_env.rules import Rules
-
-TINY = [
-    "--num-envs", "4", "--num-steps", "8", "--hidden", "8", "--num-minibatches", "1",
-    "--update-epochs", "1", "--eval-opponents", "", "--save-every", "1", "--no-progress",
-]  # fmt: skip
-"""A ppo_selfplay run of 32 decisions an update, saving at every update."""
 
 
 # -------------------------------------------------------------------------------- ppo_selfplay
