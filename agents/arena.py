@@ -82,6 +82,7 @@ from agents.base import (
     missing_methods,
 )
 from agents.registry import make_agent, on_devices, split_specs
+from zhuoji_env.bench import check_counts
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -1031,13 +1032,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    if args.deals < 1:
-        parser.error(f"--deals must be >= 1, got {args.deals}")
+    check_counts(parser, args, "deals", "workers", "chunk")
     if args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    for flag, value in (("--workers", args.workers), ("--chunk", args.chunk)):
-        if value < 1:
-            parser.error(f"{flag} must be >= 1, got {value}")
     refusal = args.json and output_refusal("--json", args.json, args.force)
     if refusal:
         parser.error(refusal)

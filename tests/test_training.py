@@ -1059,9 +1059,9 @@ def test_rllib_two_nodes_without_ray_is_a_usage_error():
 @pytest.mark.parametrize(
     "argv, said",
     [
-        (["--iterations", "0"], "--iterations 0: must be >= 1"),  # ran 2,000,000 decisions
-        (["--games", "0"], "--games 0: must be >= 1"),  # ZeroDivisionError
-        (["--minibatch", "0"], "--minibatch 0: must be >= 1"),
+        (["--iterations", "0"], "--iterations must be >= 1, got 0"),  # ran 2,000,000 decisions
+        (["--games", "0"], "--games must be >= 1, got 0"),  # ZeroDivisionError
+        (["--minibatch", "0"], "--minibatch must be >= 1, got 0"),
         (["--runs", "foo:1"], "--runs: unknown run 'foo:1': ppo:P, aec:R or batched:R"),
     ],
 )

@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from training.cli import json_text, plain
+from zhuoji_env.bench import check_counts
 from zhuoji_env.machine import describe
 
 
@@ -187,13 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--one", default="", help=argparse.SUPPRESS)  # a run in this process
     p.add_argument("--json", action="store_true", help="print one JSON line only")
     a = p.parse_args(argv)
-    small = [
-        f"--{k.replace('_', '-')} {getattr(a, k)}"
-        for k in ("rounds", "iterations", "games", "train_batch", "minibatch", "epochs", "hidden")
-        if getattr(a, k) < 1
-    ]
-    if small:  # --iterations 0 gave ppo_selfplay total_decisions 0: its 2,000,000 default
-        p.error(f"{small[0]}: must be >= 1")
+    # --iterations 0 gave ppo_selfplay total_decisions 0: its 2,000,000 default
+    check_counts(
+        p, a, "rounds", "iterations", "games", "train_batch", "minibatch", "epochs", "hidden"
+    )
     if a.train_batch % a.games or a.train_batch % a.minibatch:
         p.error("--games and --minibatch must divide --train-batch")
     runs = [r for r in a.runs.split(",") if r]

@@ -25,6 +25,7 @@ from agents.arena import against_each
 from agents.ppo import load_checkpoint
 from agents.registry import split_specs
 from training.cli import INT_NON_NEGATIVE, json_text, plain
+from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -177,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "--force", action="store_true", help="replace the picture and JSON if they exist"
     )
     a = parser.parse_args(argv)
-    if a.deals < 1 or a.workers < 1:
-        parser.error(f"--deals and --workers must be >= 1, got {a.deals} and {a.workers}")
+    check_counts(parser, a, "deals", "workers")
     if a.seed < 0:
         parser.error(f"--seed must be >= 0 (an arena seed), got {a.seed}")
     out = Path(a.out)

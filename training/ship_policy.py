@@ -30,6 +30,7 @@ from agents.arena import against_each
 from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
 from training.cli import INT_NON_NEGATIVE, NON_NEGATIVE, check_out_dir, json_text, plain
+from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
@@ -179,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "--force", action="store_true", help="replace the NAME.pt/.json that --out-dir holds"
     )
     a = parser.parse_args(argv)
-    if a.deals < 1 or a.workers < 1:
-        parser.error(f"--deals and --workers must be >= 1, got {a.deals} and {a.workers}")
+    check_counts(parser, a, "deals", "workers")
     if a.seed < 0:
         parser.error(f"--seed must be >= 0 (an arena seed), got {a.seed}")
     try:
