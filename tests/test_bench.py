@@ -201,7 +201,7 @@ def test_env_bench_rejects_bad_arguments(bad, why, capsys):
 @pytest.mark.parametrize(
     "bad, why",
     [
-        (["--batch", "0"], "--batch must be >= 1"),
+        (["--batch", "0"], "--batch must be >= 1, got 0"),
         (["--seconds", "0"], SECONDS + "0.0"),
         (["--seconds", "nan"], SECONDS + "nan"),
     ],

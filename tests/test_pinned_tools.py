@@ -132,6 +132,21 @@ def test_bench_sweep_headline_is_the_largest_batch(monkeypatch, capsys):
     assert [r["batch"] for r in out["results"]] == [1, 16, 256, 4096]
     assert out["batch"] == 4096
     assert out["decisions_per_s"] == out["results"][-1]["decisions_per_s"]
+    assert out["hands_per_s"] == out["results"][-1]["hands_per_s"]
+    # the keys the module docstring documents, without RLCard's
+    assert set(out) == {"preset", "results", "batch", "decisions_per_s", "hands_per_s", "machine"}
+
+
+def test_bench_json_with_rlcard_gives_its_figures_and_the_ratio(monkeypatch, capsys):
+    from zhuoji_env import bench
+
+    monkeypatch.setattr(bench, "time", FakeClock())
+    rl = {"decisions_per_s": 64.0, "hands_per_s": 0.5}
+    monkeypatch.setattr(bench, "bench_rlcard", lambda seconds: rl)
+    assert bench.main(["--seconds", "0.01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["rlcard"] == rl
+    assert out["ratio_vs_rlcard"] == out["results"][-1]["decisions_per_s"] / 64.0
 
 
 def test_bench_accepts_the_least_seconds(monkeypatch, capsys):

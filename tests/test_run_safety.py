@@ -602,7 +602,6 @@ def test_curve_refuses_an_out_it_cannot_write_before_measuring(tmp_path, capsys,
     assert "unknown agent spec 'nobody'" in capsys.readouterr().err
 
 
-
 @pytest.mark.parametrize("flag", ["--deals", "--workers"])
 @pytest.mark.parametrize("main", [curve.main, ship_policy.main], ids=["curve", "ship_policy"])
 def test_curve_and_ship_policy_name_the_count_flag_below_1(tmp_path, capsys, main, flag):
@@ -614,6 +613,7 @@ def test_curve_and_ship_policy_name_the_count_flag_below_1(tmp_path, capsys, mai
         main([*argv, flag, "0"])
     assert exit_.value.code == 2
     assert f"error: {flag} must be >= 1, got 0" in capsys.readouterr().err
+
 
 # --- the entropy bonus's sign (training/learner.py) ------------------------------------------
 
