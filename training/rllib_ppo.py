@@ -80,11 +80,12 @@ try:
         RunnerFailure,
         ZhuojiMultiAgentEnv,
     )
-except ImportError as exc:  # as a script: a usage error (exit 2); imported: a clear ImportError
+
+    RAY_MISSING = ""
+except ImportError as exc:  # imported: a clear ImportError; as a script: --help, then exit 2
     if __name__ != "__main__":
         raise ImportError(f"training.rllib_ppo needs Ray RLlib, {RLLIB_MISSING}: {exc}") from exc
-    print(f"python -m training.rllib_ppo: error: {RLLIB_MISSING} ({exc})", file=sys.stderr)
-    raise SystemExit(2) from None
+    RAY_MISSING = f"{RLLIB_MISSING} ({exc})"
 
 LOCAL_IP = "127.0.0.2"
 """The address of a local Ray: Ray rewrites 127.0.0.1 to the machine's outward address and
@@ -216,8 +217,8 @@ def check_args(args: Args) -> None:
     replaced_files(args)
 
 
-RUN_FILES = (CHECKPOINT, "metrics.jsonl", "args.json", "cluster.json")
-"""What a run writes in its ``--out-dir``."""
+RUN_FILES = ("metrics.jsonl", "args.json", "cluster.json")
+"""What a run writes in its ``--out-dir`` beside its checkpoint folder (``CHECKPOINT``)."""
 
 
 def replaced_files(args: Args) -> list[Path]:
@@ -226,7 +227,7 @@ def replaced_files(args: Args) -> list[Path]:
     holds. Any other folder holding a run raises :class:`FlagError` naming its files and the
     way out, unless ``--force``."""
     out = Path(args.out_dir)
-    found = [out / name for name in RUN_FILES if (out / name).exists()]
+    found = [out / name for name in (CHECKPOINT, *RUN_FILES) if (out / name).exists()]
     if not found:
         return []
     if args.resume and checkpoint_dir(args.resume).resolve() == (out / CHECKPOINT).resolve():
@@ -556,6 +557,9 @@ PROG = "python -m training.rllib_ppo"
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(Args, argv, __doc__, PROG)
+    if RAY_MISSING:  # after the parse, so that --help shows the flags without Ray
+        print(f"{PROG}: error: {RAY_MISSING}", file=sys.stderr)
+        return 2
     try:
         check_args(args)
     except ValueError as exc:
