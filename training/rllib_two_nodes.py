@@ -158,7 +158,8 @@ def simulate(
             f"({str(unused_path(out_dir))!r} is free), or pass --force to replace it"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
-    temp_dir = tempfile.mkdtemp(prefix="zr")  # short: Ray's socket paths live in it
+    # short: Ray's socket paths (at most 107 bytes) live in it; under RAY_TMPDIR, as Ray's own
+    temp_dir = tempfile.mkdtemp(prefix="zr", dir=os.environ.get("RAY_TMPDIR") or None)
     port = _free_port()
     address = f"{LOOPBACK}:{port}"
     _auth_token()
