@@ -17,6 +17,12 @@ from zhuoji_env.engine.records import compare, replay
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import format_tiles, kind, parse_tiles
 
+# filler hands that are not ready: in each suit the kinds held are three or more ranks apart,
+# at most five pairs, no 1s
+J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"
+J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
+J3 = "3m3m6m6m9m9m1p1p4p4p7p4s7s"
+
 VARIANTS = [  # rulesets played by the engine-vs-reference and fast-path tests
     "guiyang",
     "classic",

@@ -13,18 +13,15 @@ import dataclasses
 
 import numpy as np
 import pytest
-from scenario_helpers import make_wall
+from scenario_helpers import J1, J2, J3, make_wall
 
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import kind
 
-# filler hands that are not ready (tests/test_scenarios.py's J1 with 8m for its 7m, J2, J3): in
-# each suit the kinds held are three or more ranks apart and there are at most five pairs
-J1 = "1m1m4m4m8m5p5p8p8p3s6s9s9s"
-J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
-J3 = "3m3m6m6m9m9m1p1p4p4p7p4s7s"
+# the filler hand J1 with 8m for its 7m, which the dealer below holds all four of
+J1_NO_7M = J1.replace("7m", "8m")
 
 # the dealer (seat 0) holds a dealt quad of 7m: 7777m 123m 456p 234s 9p
 QUAD_DEALER = "7m7m7m7m1m2m3m4p5p6p2s3s4s9p"
@@ -46,7 +43,7 @@ def test_baoting_not_offered_after_a_concealed_kong_before_the_first_discard():
     3.1) and the replacement draw 5s the seat is still before its first discard and discarding
     5s would leave 123m 456p 234s 9p + kong, ready on 9p, but the kong is a meld: no 报听."""
     rules = Rules.make("guiyang", baoting=True)
-    st = _deal(rules, {0: QUAD_DEALER, 1: J1, 2: J2, 3: J3}, back="5s")
+    st = _deal(rules, {0: QUAD_DEALER, 1: J1_NO_7M, 2: J2, 3: J3}, back="5s")
     assert st.mask[0, A.BAOTING]  # no meld yet: 报听 is legal
     assert st.mask[0, A.ANGANG + kind("7m")]
     _step(rules, st, A.ANGANG + kind("7m"))
@@ -64,7 +61,7 @@ def test_concealed_kong_has_no_feeder():
     闷豆 (``angang``, RULES.md 4) is made from the seat's own tiles: nobody fed it, so its
     ``meld_from`` stays -1, like every kind of every seat without a meld after the deal."""
     rules = Rules.make("guiyang")
-    st = _deal(rules, {0: QUAD_DEALER, 1: J1, 2: J2, 3: J3}, back="5s")
+    st = _deal(rules, {0: QUAD_DEALER, 1: J1_NO_7M, 2: J2, 3: J3}, back="5s")
     assert (st.meld_from == -1).all()  # nothing melded at the deal
     _step(rules, st, A.ANGANG + kind("7m"))
     assert st.meld[0, 0, kind("7m")] == 2  # AN_KONG
@@ -78,7 +75,7 @@ def test_inactive_single_game_keeps_its_state():
     refused. This holds at batch size 1 too, where the fast path would otherwise take the
     dealer's discard. (No rule of RULES.md is involved: an inactive game is simply not asked.)"""
     rules = Rules.make("guiyang")
-    st = _deal(rules, {0: QUAD_DEALER, 1: J1, 2: J2, 3: J3})
+    st = _deal(rules, {0: QUAD_DEALER, 1: J1_NO_7M, 2: J2, 3: J3})
     a = np.array([A.DISCARD + kind("9p")])
     assert st.mask[0, a[0]]
     before = st.copy()
@@ -101,7 +98,7 @@ def test_next_dealer_is_empty_until_the_hand_ends():
     tile counts as drawn); one winner deals next (8.1) and a dealer who wins and deals again
     has streak 0 + 1 = 1 (8.2)."""
     rules = Rules.make("guiyang")
-    st = _deal(rules, {0: "1m2m3m4m5m6m7m8m9m2p3p4p5s5s", 1: J1, 2: J2, 3: J3})
+    st = _deal(rules, {0: "1m2m3m4m5m6m7m8m9m2p3p4p5s5s", 1: J1_NO_7M, 2: J2, 3: J3})
     assert st.next_dealer[0] == -1
     assert st.mask[0, A.HU]
     assert _step(rules, st, A.HU)[0]

@@ -16,10 +16,8 @@ kills the other:
 from __future__ import annotations
 
 import pytest
-from scenario_helpers import check, pays, play_out, record, result
+from scenario_helpers import J1, J3, check, pays, play_out, record, result
 
-J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"  # the filler hands of test_scenarios: not ready, no 1s
-J3 = "3m3m6m6m9m9m1p1p4p4p7p4s7s"
 PW_HANDS = {
     0: J1 + "8m",  # dealer: discards 8m
     1: "1m2m2m5m5m6m3p3p6p2s5s8s8s",  # not ready, no 8m / 9p

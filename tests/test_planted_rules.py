@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scenario_helpers import check, pays, record, result
+from scenario_helpers import J1, J2, J3, check, pays, record, result
 
 from zhuoji_env import hands
 from zhuoji_env.observation import OBS_SIZE, block, with_features
@@ -171,9 +171,6 @@ def test_baoji_paid_to_the_last_seat_3p_app(ready_seat):
 
 
 # ============================================================== 冲锋鸡 and chicken_unit
-J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"  # the filler hands of test_scenarios: not ready, no 1s
-J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
-J3 = "3m3m6m6m9m9m1p1p4p4p7p4s7s"
 
 
 @pytest.mark.parametrize(("flip", "chicken", "chongfeng"), [("1m", 3, 2), ("9s", 0, 4)])

@@ -21,14 +21,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from reference import replay_record
-from scenario_helpers import check, pays, play_out, record, result
+from scenario_helpers import J1, J2, J3, check, pays, play_out, record, result
 
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import RecordError, compare, parse, replay
-
-J1 = "1m1m4m4m7m5p5p8p8p3s6s9s9s"
-J2 = "2m2m5m5m8m3p3p6p6p9p2s5s8s"
-J3 = "3m3m6m6m9m9m1p1p4p4p7p4s7s"
 
 
 # =============================================================================== 11. examples
