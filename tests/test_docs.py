@@ -22,7 +22,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,18 +292,17 @@ for where, code in BLOCKS:
 def run_blocks(blocks: list[tuple[str, str]], timeout: float = SNIPPET_TIMEOUT):
     """Run (where, code) blocks in order in one namespace in a fresh interpreter, working
     folder the repository root (matplotlib without a display); their temporary files (the
-    README's SB3 learn() makes a folder SB3-<time> there) go to a folder removed after."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(ROOT), TMPDIR=tmp)
-        script = f"BLOCKS = {blocks!r}\n{RUNNER}"
-        return subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+    README's SB3 learn() makes a folder SB3-<time>) go to the suite's own (conftest.py)."""
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(ROOT))
+    script = f"BLOCKS = {blocks!r}\n{RUNNER}"
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def docs_with_python() -> list[Path]:

@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="guiyang", choices=PRESET_NAMES)
     parser.add_argument("--json", action="store_true", help="print a JSON object last")
     args = parser.parse_args(argv)
-    if args.batch is not None and args.batch < 1:
-        parser.error(f"--batch must be >= 1, got {args.batch}")
+    if args.batch is not None:
+        check_counts(parser, args, "batch")
     check_seconds(parser, args.seconds)
     sizes = [args.batch] if args.batch else [1, 16, 256, 4096]
     players = Rules.make(args.preset).num_players
