@@ -52,7 +52,7 @@ from agents.arena import (
     named_agents,
     seatings,
 )
-from agents.base import Agent, agent_label, decide
+from agents.base import Agent, decide, policy_outputs
 from agents.registry import make_agent
 from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
@@ -64,7 +64,6 @@ from zhuoji_env.observation import LAYOUT, OBS_SIZE, SLICES, block, encode
 from zhuoji_env.picture import ITEM_LABELS
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES
-from zhuoji_env.view import PROBS_SUM_TOLERANCE
 
 PHASES = ("turn", "response", "rob", "baoting_discard")
 """Decision types, by the engine's phase codes."""
@@ -73,25 +72,6 @@ PHASES = ("turn", "response", "rob", "baoting_discard")
 def action_kind(a: int) -> str:
     """``discard``, ``angang``, ``bugang``, ``pong``, ``kong``, ``hu``, ``pass`` or ``baoting``."""
     return A.decode(a)[0]
-
-
-def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
-    """``(probs [k, 86], value [k])`` of an agent with a policy (module doc), else ``None``;
-    ``ValueError`` naming the agent where a row's legal actions' probabilities do not sum to 1
-    (within :data:`zhuoji_env.view.PROBS_SUM_TOLERANCE`, as the viewer reads them)."""
-    if not hasattr(agent, "policy"):
-        return None
-    probs, value = agent.policy(obs, mask)
-    probs = np.asarray(probs, dtype=np.float64)
-    total = np.where(mask, probs, 0.0).sum(-1)
-    bad = np.flatnonzero(~(np.abs(total - 1) <= PROBS_SUM_TOLERANCE))
-    if bad.size:
-        raise ValueError(
-            f"agent {agent_label(agent)}'s policy(): the probabilities of row {int(bad[0])}'s "
-            f"legal actions sum to {total[bad[0]]:.4g}, not 1 (a policy gives each decision a "
-            "distribution over its legal actions)"
-        )
-    return probs, np.asarray(value, dtype=np.float64)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
 from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import OBS_SIZE, block, seen_kinds
 from zhuoji_env.tiles import NUM_KINDS
+from zhuoji_env.view import PROBS_SUM_TOLERANCE
 
 DEVICES = ("auto", "cpu", "cuda")
 """Where a policy network runs: ``auto`` is CUDA when torch sees it, else the CPU (the
@@ -174,6 +175,27 @@ def decide(agent, obs: np.ndarray, mask: np.ndarray, st: State, g: np.ndarray) -
         add_note(exc, f"raised by agent {agent_label(agent)} deciding {len(g)} game(s)")
         raise
     return actions if isinstance(agent, Agent) else checked_actions(agent, actions, mask)
+
+
+def policy_outputs(agent: Agent, obs: np.ndarray, mask: np.ndarray):
+    """``(probs [k, 86], value [k])`` of an agent with a policy, else ``None``: one that offers
+    ``policy(obs, mask) -> (probs [k, 86], value [k])`` (the PPO agents; ``agents.analysis``
+    and the web app's hints read it), the value NaN where it has none;
+    ``ValueError`` naming the agent where a row's legal actions' probabilities do not sum to 1
+    (within :data:`zhuoji_env.view.PROBS_SUM_TOLERANCE`, as the viewer reads them)."""
+    if not hasattr(agent, "policy"):
+        return None
+    probs, value = agent.policy(obs, mask)
+    probs = np.asarray(probs, dtype=np.float64)
+    total = np.where(mask, probs, 0.0).sum(-1)
+    bad = np.flatnonzero(~(np.abs(total - 1) <= PROBS_SUM_TOLERANCE))
+    if bad.size:
+        raise ValueError(
+            f"agent {agent_label(agent)}'s policy(): the probabilities of row {int(bad[0])}'s "
+            f"legal actions sum to {total[bad[0]]:.4g}, not 1 (a policy gives each decision a "
+            "distribution over its legal actions)"
+        )
+    return probs, np.asarray(value, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- decoding helpers

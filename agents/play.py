@@ -119,6 +119,37 @@ def _ledger_lines(result: dict, seat: int, scores: np.ndarray) -> list[str]:
     return lines
 
 
+class Narrator:
+    """The moves of a hand told as a player at the table sees them (RULES.md 3.2): a concealed
+    kong without its kind, no pass, and a claim (pong, kong, hu) only once its window has closed,
+    as a seat's choice is not shown to the seats asked after it: a pass, or a claim told before
+    another seat's turn in the same window, would tell who held the tile. ``glyph`` writes a
+    tile code."""
+
+    def __init__(self, glyph: Callable[[str], str] = str):
+        self.glyph = glyph
+        self.claims: list[str] = []  # claims made in the open window
+
+    def move(self, st: State, actor: int, a: int) -> list[str]:
+        """What to tell now of ``actor``'s action ``a``, about to be applied to game 0 of
+        ``st``."""
+        name, tile = A.decode(a)
+        if name == "angang":
+            return [f"player_{actor}: concealed kong"]
+        if st.phase[0] not in (RESPONSE, ROB):
+            return [f"player_{actor}: {name}{' ' + self.glyph(tile) if tile else ''}"]
+        if name != "pass":
+            self.claims.append(f"player_{actor}: {name}")
+        return []
+
+    def settled(self, st: State) -> list[str]:
+        """The window's claims, once game 0 of ``st`` (just stepped) has left the window."""
+        if st.phase[0] in (RESPONSE, ROB):
+            return []
+        told, self.claims = self.claims, []
+        return told
+
+
 def play_hand(
     rules: Rules,
     st: State,
@@ -130,14 +161,9 @@ def play_hand(
     unicode_tiles: bool = False,
     hand_no: int = 0,
 ) -> dict:
-    """Play one dealt hand to its end; returns its result (RULES.md 10).
-
-    The others' moves are told as a player at the table sees them: a concealed kong without its
-    kind, no pass, and a claim (pong, kong, hu) only once its window has closed, as a seat's
-    choice is not shown to the seats asked after it (RULES.md 3.2): a pass, or a claim before
-    the human's turn in the same window, would tell who held the tile."""
-    glyph = (lambda t: UNICODE[kind(t)]) if unicode_tiles else (lambda t: t)
-    claims: list[str] = []  # the others' claims in the open window
+    """Play one dealt hand to its end; returns its result (RULES.md 10). The others' moves are
+    told as a player at the table sees them (:class:`Narrator`)."""
+    narrator = Narrator((lambda t: UNICODE[kind(t)]) if unicode_tiles else str)
     while st.phase[0] != OVER:
         actor = int(st.actor[0])
         mask = st.mask[0]
@@ -160,18 +186,11 @@ def play_hand(
         else:
             obs = encode(st, np.array([0]), np.array([actor]), scores[None, :])
             a = int(decide(opponents[actor], obs, mask[None], st, np.array([0]))[0])
-            name, tile = A.decode(a)
-            if name == "angang":
-                say(f"player_{actor}: concealed kong")
-            elif st.phase[0] not in (RESPONSE, ROB):
-                say(f"player_{actor}: {name}{' ' + glyph(tile) if tile else ''}")
-            elif name != "pass":
-                claims.append(f"player_{actor}: {name}")
-        core.step(rules, st, np.array([a]))
-        if st.phase[0] not in (RESPONSE, ROB):
-            for line in claims:
+            for line in narrator.move(st, actor, a):
                 say(line)
-            claims.clear()
+        core.step(rules, st, np.array([a]))
+        for line in narrator.settled(st):
+            say(line)
     return result_of(st, 0)
 
 

@@ -37,6 +37,7 @@ import re
 import reprlib
 import sys
 from collections.abc import Iterator, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,15 @@ from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES, NUM_KINDS
 
 PHASE_NAMES = {TURN: "turn", RESPONSE: "response", ROB: "rob", OVER: "over"}
+
+STATIC = resources.files("zhuoji_env") / "static"
+"""The drawing of tiles, seats and ledgers shared by this viewer (inlined in its page) and the
+web app (``agents.web``, which serves the files): ``table.js`` and ``table.css``."""
+
+
+def static_text(name: str) -> str:
+    """The text of a shared static file (:data:`STATIC`)."""
+    return (STATIC / name).read_text(encoding="utf-8")
 
 
 def _optional_list(rec: Mapping[str, Any], key: str, n: int) -> list:
@@ -155,13 +165,21 @@ def _check_agents(labels: Any, n: int) -> None:
         )
 
 
-def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
-    """Every seat's hand, melds and river of game 0 (all open)."""
+def seat_view(rules: Rules, st: State, viewer: int | None = None) -> dict[str, Any]:
+    """Every seat's hand, melds, river and 报听 state in game 0, and the chicken tiles known so
+    far, as the shared drawing script (``zhuoji_env/static/table.js``) draws them.
+
+    ``viewer`` None shows every hand open (the replay viewer). A seat number shows what that seat
+    may see (:mod:`zhuoji_env.belief` lists it): its own concealed tiles and drawn tile; of every
+    other seat only how many concealed tiles it holds (``hidden``) and its concealed kongs
+    without their kind (``tile`` null). ``-1`` is a spectator who sees no concealed tile. The
+    wall never appears, and the flip tile's chickens only once it is turned up."""
     n = st.num_players
     chick = chicken_kinds(rules, int(st.flip[0]))
     turn = int(st.phase[0]) == TURN
     seats = []
     for s in range(n):
+        open_seat = viewer is None or viewer == s
         counts = st.hand[0, s].astype(np.int64).copy()
         drawn = int(st.drawn[0]) if turn and s == int(st.turn_seat[0]) else -1
         if drawn >= 0 and counts[drawn] > 0:
@@ -173,12 +191,14 @@ def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
             melds.append(
                 {
                     "type": MELD_LABELS[mtype],
-                    "tile": CODES[k],
+                    "tile": CODES[k] if open_seat or mtype != AN_KONG else None,
                     "size": 3 if mtype == 1 else 4,
                     "from": src if mtype != AN_KONG and src >= 0 else None,
                     "late": bool(st.meld_late[0, s, k]),
                 }
             )
+        if not open_seat:  # a concealed kong's kind is hidden, so is the order of its melds
+            melds.sort(key=lambda m: m["tile"] is None)
         cf = int(st.yaoji_seat[0]) == s and int(st.yaoji_fate[0]) == YAOJI_IN_RIVER
         rl = int(st.river_len[0, s])
         current = int(st.phase[0]) == RESPONSE and s == int(st.turn_seat[0])
@@ -191,10 +211,12 @@ def _seat_view(rules: Rules, st: State) -> dict[str, Any]:
             }
             for j in range(rl)
         ]
+        shown = np.repeat(np.arange(NUM_KINDS), counts) if open_seat else []
         seats.append(
             {
-                "hand": [CODES[k] for k in np.repeat(np.arange(NUM_KINDS), counts)],
-                "drawn": CODES[drawn] if drawn >= 0 else None,
+                "hand": [CODES[k] for k in shown],
+                "hidden": 0 if open_seat else int(st.hand[0, s].sum()),
+                "drawn": CODES[drawn] if drawn >= 0 and open_seat else None,
                 "melds": melds,
                 "river": river,
                 "baoting": ["", "hard", "soft"][int(st.baoting[0, s])],
@@ -248,7 +270,7 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
             "tile": CODES[int(st.tile[0])] if int(st.tile[0]) >= 0 and not over else None,
             "wall_left": max(int(st.back[0]) - int(st.front[0]) + 1, 0),
             "status": status_lines(rules, st, 0, reveal=True)[1].split(" | legal:")[0],
-            **_seat_view(rules, st),
+            **seat_view(rules, st),
         }
         if a is not None:
             legal = core.legal_names(st, 0)
@@ -294,8 +316,8 @@ def _html(steps: dict[str, Any], title: str) -> str:
     title = title.encode("utf-8", "replace").decode("utf-8")  # a file name's lone surrogates
     parts = {
         "__TITLE__": html.escape(title),
-        "__CSS__": _CSS,
-        "__SCRIPT__": _SCRIPT,
+        "__CSS__": static_text("table.css") + _CSS,
+        "__SCRIPT__": static_text("table.js") + _SCRIPT,
         "__MISMATCH__": mismatch,
         "__DATA__": data,
     }  # filled in one pass: a title holding "__DATA__" stays that text
@@ -439,31 +461,10 @@ h1{font-size:18px;margin:2px 0}
 .keys{font-size:12px;color:#555}
 main{display:flex;gap:12px;padding:8px 12px}
 #table{flex:3}aside{flex:2;min-width:320px}
-.seat{border-top:1px solid #aaa;padding:4px 0 6px}
-.seat.actor{background:#fff6c8}
-.seat-head{font-size:14px;margin-bottom:3px}
-.row{display:flex;flex-wrap:wrap;gap:2px;align-items:flex-end;margin:2px 0}
-.tile{display:inline-flex;flex-direction:column;align-items:center;justify-content:center;
- width:24px;height:32px;border:1px solid #666;border-radius:4px;background:#fcfcf6;
- font-weight:bold;font-size:15px;line-height:1;position:relative}
-.tile small{font-size:10px;font-weight:normal}
-.tile.m{color:#b22222}.tile.p{color:#1950aa}.tile.s{color:#14783c}
-.tile.small{width:20px;height:27px;font-size:13px}
-.tile.taken{background:#cdcdcd;opacity:.6}
-.tile.chicken::after{content:"";position:absolute;top:0;right:0;border-style:solid;
- border-width:0 8px 8px 0;border-color:transparent #e6aa00 transparent transparent}
-.tile.cf{outline:3px solid #d21e1e}
-.tile.current{outline:3px solid #ff8200}
-.drawn{margin-left:8px}
-.meld{display:inline-flex;flex-direction:column;margin-left:10px;font-size:10px}
-.label{font-size:11px;color:#444;margin-right:6px;min-width:36px}
 #info,#decision{margin-bottom:6px;font-size:14px}
 #legal{border-collapse:collapse;font-size:13px;margin-bottom:8px}
 #legal td{padding:1px 6px;border-bottom:1px solid #ccc}
 #legal tr.chosen{background:#c8f0c8;font-weight:bold}
-.bar{display:inline-block;height:9px;background:#4a7fc0}
-#ledger{border-collapse:collapse;font-size:13px}
-#ledger td,#ledger th{padding:2px 6px;border:1px solid #bbb;text-align:left}
 #mismatch{background:#f4c2b8;padding:4px 12px;font-size:14px}
 """
 
@@ -472,65 +473,13 @@ const D = JSON.parse(document.getElementById('data').textContent);
 const N = D.steps.length - 1;
 let cur = 0;
 const $ = (id) => document.getElementById(id);
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-function tile(code, opts) {
-  opts = opts || {};
-  const t = el('span', 'tile ' + code[1] + (opts.small ? ' small' : ''));
-  t.dataset.tile = code;
-  t.append(code[0]);
-  t.append(el('small', '', code[1]));
-  if (opts.chickens && opts.chickens.includes(code)) t.classList.add('chicken');
-  if (opts.taken) t.classList.add('taken');
-  if (opts.cf) t.classList.add('cf');
-  if (opts.current) t.classList.add('current');
-  return t;
-}
+const el = ZT.el;
+const P = D.steps[0].seats.map((_, s) => 'P' + s);
 function seatName(s) { return 'P' + s + (D.agents[s] !== 'P' + s ? ' (' + D.agents[s] + ')' : ''); }
 function drawTable(st) {
-  const box = $('table');
-  box.replaceChildren();
-  st.seats.forEach((seat, s) => {
-    const div = el('div', 'seat' + (st.actor === s ? ' actor' : ''));
-    div.id = 'seat-' + s;
-    const tags = [seatName(s)];
-    if (s === D.dealer) tags.push('dealer');
-    if (seat.baoting) tags.push('baoting ' + seat.baoting);
-    if (seat.winner) tags.push('WINNER');
-    if (st.actor === s) tags.push('to act');
-    if (st.phase === 'over') {
-      const d = D.result.deltas[s];
-      tags.push('hand score ' + (d > 0 ? '+' : '') + d);
-    }
-    div.append(el('div', 'seat-head', tags.join('  ')));
-    const hand = el('div', 'row hand');
-    hand.append(el('span', 'label', 'hand'));
-    seat.hand.forEach((c) => hand.append(tile(c, {chickens: st.chickens})));
-    if (seat.drawn) {
-      const d = tile(seat.drawn, {chickens: st.chickens});
-      d.classList.add('drawn');
-      hand.append(d);
-    }
-    seat.melds.forEach((m) => {
-      const md = el('span', 'meld');
-      const r = el('span', 'row');
-      for (let k = 0; k < m.size; k++) r.append(tile(m.tile, {chickens: st.chickens}));
-      md.append(r);
-      md.append(el('span', '', m.type + (m.from !== null ? ' from P' + m.from : '') +
-        (m.late ? ' late' : '')));
-      hand.append(md);
-    });
-    div.append(hand);
-    const river = el('div', 'row river');
-    river.append(el('span', 'label', 'river'));
-    seat.river.forEach((r, j) => river.append(tile(r.t, {small: true, chickens: st.chickens,
-      taken: r.taken, cf: r.cf, current: r.current})));
-    div.append(river);
-    box.append(div);
+  ZT.drawTable($('table'), st, {
+    names: st.seats.map((_, s) => seatName(s)), dealer: D.dealer, actor: st.actor,
+    deltas: st.phase === 'over' ? D.result.deltas : null,
   });
 }
 function pct(p) { return (100 * p).toFixed(1) + '%'; }
@@ -578,23 +527,7 @@ function show(i) {
   const lb = $('ledger-box');
   lb.replaceChildren();
   if (cur === N) {
-    lb.append(el('h3', '', 'Settlement ledger (RULES.md 7)'));
-    const t = el('table');
-    t.id = 'ledger';
-    const h = el('tr');
-    ['item', 'payer', 'payee', 'amount'].forEach((x) => h.append(el('th', '', x)));
-    t.append(h);
-    D.ledger.forEach((l) => {
-      const tr = el('tr');
-      tr.dataset.item = l.item;
-      [l.label, 'P' + l.payer, 'P' + l.payee, String(l.amount)].forEach((x) =>
-        tr.append(el('td', '', x)));
-      t.append(tr);
-    });
-    if (!D.ledger.length) {
-      const tr = el('tr'); tr.append(el('td', '', 'no payments')); t.append(tr);
-    }
-    lb.append(t);
+    ZT.drawLedger(lb, D.ledger, P);
   }
 }
 $('slider').max = N; $('jump').max = N;
