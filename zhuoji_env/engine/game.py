@@ -174,6 +174,23 @@ class BatchGame:
         self.hand_no[idx] = 0
         self._redeal(idx, self._first_dealers(idx), 0)
 
+    def carry_on(self, idx) -> None:
+        """Start new matches in the finished games ``idx`` (distinct indices 0..B-1), dealt by
+        the last hand's next dealer with its streak (RULES.md 8) where :meth:`restart` draws a
+        dealer: a table that plays on past its match (``agents.web``). ``ValueError`` for a game
+        still playing (only without ``auto_reset`` does a finished game wait)."""
+        idx = check_games(idx, self.batch_size, distinct=True)
+        playing = idx[self.state.phase[idx] != OVER]
+        if playing.size:
+            raise ValueError(
+                f"game {int(playing[0])} is still playing: carry_on follows a finished match"
+            )
+        if not idx.size:
+            return
+        self.scores[idx] = 0
+        self.hand_no[idx] = 0
+        self._redeal(idx, self.state.next_dealer[idx], self.state.next_streak[idx])
+
     # ------------------------------------------------------------------ playing
     @property
     def mask(self) -> np.ndarray:
