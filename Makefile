@@ -18,7 +18,7 @@ RLLIB_VENV  ?= .venv-rllib
 RLLIB_PY    := $(RLLIB_VENV)/bin/python
 RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
 
-.PHONY: venv browser demo scratch hour test notebooks lint format bench clean rllib test-rllib
+.PHONY: venv browser demo scratch hour web test notebooks lint format bench clean rllib test-rllib
 
 venv: $(STAMP)
 
@@ -82,8 +82,14 @@ scratch: venv
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,greedy" --deals 2000 --seed 2031 && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2031
 
-# The replay viewer is tested in a real headless Chromium (tests/test_view_browser.py): Debian's
-# package, installed here when missing (as root). Without it that test skips, except under CI=true.
+# The web app (docs/web.md): play and watch the agents in a browser; prints the URL to open.
+# ARGS passes flags, e.g. make web ARGS="--agents rule,ppo-guiyang,search:ppo-guiyang".
+web: venv
+	$(PY) -m agents.web $(ARGS)
+
+# The replay viewer and the web app are tested in a real headless Chromium
+# (tests/test_view_browser.py, tests/test_web_browser.py): Debian's package, installed here when
+# missing (as root). Without it those tests skip, except under CI=true.
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \

@@ -521,7 +521,9 @@ class BackgroundServer:
     the load benchmark: ``with BackgroundServer(app) as url: ...``."""
 
     def __init__(self, app, port: int = 0):
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

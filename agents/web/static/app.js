@@ -210,7 +210,7 @@ function render(view) {
     turn.textContent = 'Table ended: ' + view.error;
     turn.className = 'error';
   } else if (over) {
-    turn.textContent = 'Hand over' + (over.match_over ? ' (match over)' : '');
+    turn.textContent = 'Hand over';
   } else if (view.legal.length) {
     turn.textContent = 'Your move';
     turn.className = 'you';
@@ -338,7 +338,7 @@ function drawSettlement(view) {
       (r.flip ? ', flip ' + r.flip : ', no flip') + ' | scores ' +
       r.deltas.map((d, s) => 'P' + s + ' ' + (d > 0 ? '+' : '') + d).join(', ')));
     ZT.drawLedger(box, over.ledger, view.names.map((_, s) => 'P' + s));
-    const next = el('button', '', over.match_over ? 'new match ' : 'next hand ');
+    const next = el('button', '', 'next hand ');
     next.id = 'next-hand';
     next.type = 'button';
     next.append(el('kbd', '', 'n'));
