@@ -19,6 +19,7 @@ from agents.web.table import Table
 from zhuoji_env import replay
 from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB
 from zhuoji_env.tiles import CODES
+from zhuoji_env.view import iter_states, seat_view
 
 
 class Exploding(Agent):
@@ -306,7 +307,8 @@ def check_message(view, hidden, seat):
     [
         ({"preset": "guiyang"}, (None, "rule", "rule", "rule"), 8),
         ({"preset": "app", "overrides": {"num_players": 3}}, ("rule", None, "rule"), 4),
-        ({"preset": "classic"}, ("rule", "rule", "rule", None), 4),
+        # two hands a match: the next hand is dealt within the match, then by a new one
+        ({"preset": "classic", "overrides": {"hands_per_game": 2}}, ("rule",) * 3 + (None,), 4),
     ],
 )
 def test_no_message_holds_what_the_seat_may_not_see(monkeypatch, rules, seats, hands):
@@ -320,9 +322,16 @@ def test_no_message_holds_what_the_seat_may_not_see(monkeypatch, rules, seats, h
             assert view["status"] != "error", view["error"]
             if view["settlement"]:
                 record = c.get(f"/api/tables/{tid}/records/{finished}").json()
-                assert replay(record) == view["settlement"]["result"]
+                result = replay(record)
+                assert result == view["settlement"]["result"]
+                *_, (rules_, final, _) = iter_states(record)
+                assert view["settlement"]["table"] == seat_view(rules_, final)
                 finished += 1
                 view = c.post(f"/api/tables/{tid}/control", json={"command": "next"}).json()
+                assert (view["dealer"], view["streak"]) == (  # RULES.md 8: carried on
+                    result["next_dealer"],
+                    result["next_streak"],
+                )
             elif view["legal"]:
                 pick = view["legal"][rng.integers(len(view["legal"]))]["action"]
                 act = {"version": view["version"], "action": pick}

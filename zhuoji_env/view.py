@@ -240,6 +240,15 @@ def iter_states(rec: Mapping[str, Any]) -> Iterator[tuple[Rules, State, int | No
     yield rules, st, None
 
 
+def ledger_items(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ledger lines of a hand's ``result`` as the shared drawing script shows them, in
+    RULES.md 7 order, each with its item's label (:data:`~zhuoji_env.picture.ITEM_LABELS`)."""
+    return [
+        {"payer": p, "payee": q, "amount": amt, "item": it, "label": ITEM_LABELS[it]}
+        for p, q, amt, it in ledger_rows(result)
+    ]
+
+
 def differences(rec: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
     """How the stored ``result`` of ``rec`` differs from ``result``, its replay (``compare``, as
     ``python -m zhuoji_env.replay`` reports it); none without a stored result."""
@@ -277,10 +286,6 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
             _check_probs_keys(j, probs[j], legal)
             step.update(legal=legal, chosen=A.describe(a), probs=probs[j], value=values[j])
         steps.append(step)
-    ledger = [
-        {"payer": p, "payee": q, "amount": amt, "item": it, "label": ITEM_LABELS[it]}
-        for p, q, amt, it in ledger_rows(result)
-    ]
     return {
         "preset": rules.preset,
         "num_players": rules.num_players,
@@ -289,7 +294,7 @@ def replay_steps(rec: Mapping[str, Any]) -> dict[str, Any]:
         "agents": labels or [f"P{s}" for s in range(rules.num_players)],
         "steps": steps,
         "result": result,
-        "ledger": ledger,
+        "ledger": ledger_items(result),
         "mismatch": differences(rec, result),
     }
 

@@ -15,6 +15,7 @@ the wall) is public, as when the hands are laid down at a table.
 
 from __future__ import annotations
 
+import collections
 import json
 import secrets
 import time
@@ -32,7 +33,7 @@ from zhuoji_env.engine.state import BAOTING_DISCARD, OVER, RESPONSE, ROB, TURN
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import CODES
-from zhuoji_env.view import PHASE_NAMES, replay_steps, seat_view
+from zhuoji_env.view import PHASE_NAMES, iter_states, ledger_items, seat_view
 
 WINDOWS = (RESPONSE, ROB)
 SHORTCUTS = {"hu": "h", "pong": "p", "kong": "k", "pass": "x", "baoting": "b"}
@@ -217,12 +218,15 @@ class Table:
         for _, record in out.records:
             record["agents"] = list(self.names)
             self.records.append(record)
-            steps = replay_steps(record)
+            if out.match_over[0]:  # no next hand dealt: the ended one is still the game's
+                final = self.game.state
+            else:
+                _, final, _ = collections.deque(iter_states(record), maxlen=1)[0]
             self.settlement = {
                 "hand": len(self.records) - 1,
-                "table": steps["steps"][-1],
-                "result": steps["result"],
-                "ledger": steps["ledger"],
+                "table": seat_view(self.rules, final),
+                "result": record["result"],
+                "ledger": ledger_items(record["result"]),
                 "match_over": bool(out.match_over[0]),
             }
             self.totals += out.rewards[0]
