@@ -91,6 +91,7 @@ def test_play_hands_by_clicking_and_replay_the_downloaded_record(browser, url, t
         pg.wait_for_function(f"V.version > {version}")
     assert done["discard"] and done["claim"] and done["pass"] and hands >= 1, done
     assert errors == []
+    pg.close()  # its pending long poll ends with it
 
 
 def check_settlement(pg, tmp_path, hands):
@@ -136,6 +137,7 @@ def test_watch_agents_play_a_hand_to_the_end(browser, url):
     assert re.match(r"Hand over: (zimo|ron|qianggang|draw)", pg.text_content("#settle"))
     assert pg.locator("#ledger").count() == 1
     assert errors == []
+    pg.close()
 
 
 def test_readable_on_a_phone_sized_window(browser, url):
@@ -145,3 +147,4 @@ def test_readable_on_a_phone_sized_window(browser, url):
     overflow = pg.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page is {overflow}px wider than the window"
     assert errors == []
+    pg.close()

@@ -1,6 +1,8 @@
 """python -m agents.web's flags: bad ones exit 2 naming what was allowed; a host other than
 loopback prints a warning; the URL is printed."""
 
+import socket
+
 import pytest
 import uvicorn
 
@@ -49,3 +51,14 @@ def test_another_host_warns_that_anyone_can_play(capsys, no_serving):
 def test_is_loopback():
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
+
+
+def test_the_listening_socket_has_nagle_off(monkeypatch):
+    """With Nagle's algorithm on, every answer waited for the client's delayed ACK: about 45 ms
+    a request on loopback instead of about 1 ms."""
+    seen = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: seen.extend(sockets))
+    assert main(["--port", "0", "--agents", "rule"]) == 0
+    (sock,) = seen
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    sock.close()

@@ -128,6 +128,7 @@ class Server:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.runners: dict[str, Runner] = {}
+        self.opening = 0  # tables whose agents are being made
         self.pool = ThreadPoolExecutor(thread_name_prefix="zhuoji-agent")
 
     # ------------------------------------------------------------------ tables
@@ -153,16 +154,23 @@ class Server:
             if r.task is not None:
                 r.task.cancel()
 
-    def new_table(self, body: dict[str, Any]) -> Table:
-        """A table from the lobby's settings (:func:`table_settings`), started."""
+    async def new_table(self, body: dict[str, Any]) -> Table:
+        """A table from the lobby's settings (:func:`table_settings`), started; its agents are
+        made in the pool (loading a policy takes a while)."""
         self.reap()
-        if len(self.runners) >= self.settings.max_tables:
+        if len(self.runners) + self.opening >= self.settings.max_tables:
             raise Refused(
                 429,
                 f"this server already runs {len(self.runners)} tables, its --max-tables: end "
                 "one (or wait until an idle one expires) and try again",
             )
-        table = Table(**table_settings(body, self.settings))
+        kwargs = table_settings(body, self.settings)
+        self.opening += 1
+        try:
+            loop = asyncio.get_running_loop()
+            table = await loop.run_in_executor(self.pool, lambda: Table(**kwargs))
+        finally:
+            self.opening -= 1
         r = Runner(table)
         self.runners[table.id] = r
         r.task = asyncio.get_running_loop().create_task(self._drive(r))
@@ -376,7 +384,7 @@ def create_app(settings: Settings) -> Starlette:
         )
 
     async def make_table(request: Request) -> JSONResponse:
-        table = server.new_table(await read_body(request))
+        table = await server.new_table(await read_body(request))
         return JSONResponse(table.snapshot(), status_code=201)
 
     async def get_table(request: Request) -> JSONResponse:

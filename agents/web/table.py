@@ -103,7 +103,6 @@ class Table:
     ):
         self.id = secrets.token_urlsafe(12)
         self.rules = rules
-        self.specs = specs
         people = [s for s, spec in enumerate(specs) if spec is None]
         self.seat = people[0] if people else None
         self.open_hands = open_hands and self.seat is None
@@ -188,9 +187,10 @@ class Table:
             }
         elif self.open_hands:
             self.last_decision = {"seat": d.seat, "chosen": A.describe(action), "probs": None}
-        if self.steps_left:
-            self.steps_left -= 1
+        before = self.version
         self._step(action)
+        if self.steps_left and self.version != before:  # a step shows one move
+            self.steps_left -= 1
 
     def play_person(self, version: Any, action: Any) -> None:
         """The person's ``action`` at the view ``version`` they saw; :class:`Refused` for a stale
