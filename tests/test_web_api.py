@@ -19,7 +19,7 @@ from agents.web.table import Table
 from zhuoji_env import replay
 from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB
 from zhuoji_env.tiles import CODES
-from zhuoji_env.view import iter_states, seat_view
+from zhuoji_env.view import iter_states, replay_steps, seat_view
 
 
 class Exploding(Agent):
@@ -344,3 +344,21 @@ def test_no_message_holds_what_the_seat_may_not_see(monkeypatch, rules, seats, h
     assert len(messages) > 20 * hands
     for m in messages:
         check_message(m, rec.hidden[tid, m["version"]], seat)
+
+
+def test_a_watched_open_table_records_the_policy_of_each_decision():
+    """The record of a watched hand, every hand open, carries ppo-guiyang's probabilities and
+    values at its decisions (null at rule's), which the replay viewer checks and shows."""
+    with client(agents=("rule", "ppo-guiyang")) as c:
+        seats = ("ppo-guiyang", "rule", "rule", "rule")
+        tid = new_table(c, seats=seats, open=True, seed=2)["id"]
+        wait_for(c, tid, lambda v: v["settlement"] is not None or v["status"] == "error")
+        record = c.get(f"/api/tables/{tid}/records/0").json()
+    steps = replay_steps(record)["steps"]
+    seats_of = [a[0] for a in record["actions"]]
+    assert [p is not None for p in record["probs"]] == [s == 0 for s in seats_of]
+    assert any(v is not None for v in record["values"])
+    for j, who in enumerate(seats_of):  # the action taken had a probability above 0
+        if who == 0:
+            assert record["probs"][j][steps[j]["chosen"]] > 0
+    assert [s.get("probs") for s in steps[:-1]] == record["probs"]

@@ -129,6 +129,7 @@ class Table:
         self.thinking: int | None = None
         self.last_decision: dict[str, Any] | None = None
         self.events: list[str] = []
+        self.annotations: list[tuple] = []  # (probs, value) of each decision of the hand
         self.narrator = Narrator()
         self.version = 0
         self.published: dict[str, Any] = {}
@@ -177,18 +178,15 @@ class Table:
     # ------------------------------------------------------------------ moving
     def play_agent(self, d: Decision, action: int, probs, value) -> None:
         """Apply the agent's ``action`` (checked by ``decide``) for the decision ``d``."""
-        if self.open_hands and probs is not None:
+        shown = {"seat": d.seat, "chosen": A.describe(action), "probs": None, "value": None}
+        if probs is not None:
             legal = np.flatnonzero(d.mask[0])
-            self.last_decision = {
-                "seat": d.seat,
-                "chosen": A.describe(action),
-                "probs": {A.describe(a): round(float(probs[a]), 4) for a in legal},
-                "value": None if np.isnan(value) else round(float(value), 4),
-            }
-        elif self.open_hands:
-            self.last_decision = {"seat": d.seat, "chosen": A.describe(action), "probs": None}
+            shown["probs"] = {A.describe(a): round(float(probs[a]), 4) for a in legal}
+            shown["value"] = None if np.isnan(value) else round(float(value), 4)
+        if self.open_hands:
+            self.last_decision = shown
         before = self.version
-        self._step(action)
+        self._step(action, shown["probs"], shown["value"])
         if self.steps_left and self.version != before:  # a step shows one move
             self.steps_left -= 1
 
@@ -209,14 +207,21 @@ class Table:
             )
         self._step(parse_action(action, self.game.mask[0]))
 
-    def _step(self, action: int) -> None:
+    def _step(self, action: int, probs: dict | None = None, value: float | None = None) -> None:
+        """Apply ``action``; ``probs`` and ``value`` are the deciding agent's (a watched table
+        with every hand open), which the hand's record keeps for the replay viewer."""
         st = self.game.state
         self.events += self.narrator.move(st, self.actor, action)
         self.hint = None
+        self.annotations.append((probs, value))
         out = self.game.step(np.array([action]))
         self.events += self.narrator.settled(self.game.state)
         for _, record in out.records:
             record["agents"] = list(self.names)
+            if any(p is not None for p, _ in self.annotations):
+                record["probs"] = [p for p, _ in self.annotations]
+                record["values"] = [v for _, v in self.annotations]
+            self.annotations = []
             self.records.append(record)
             if out.match_over[0]:  # no next hand dealt: the ended one is still the game's
                 final = self.game.state
