@@ -37,7 +37,7 @@ class Sleepy(Agent):
     name = "sleepy"
 
     def _act(self, obs, mask):
-        time.sleep(2.0)
+        time.sleep(5.0)
         return mask.argmax(-1)
 
 
@@ -225,7 +225,7 @@ def test_a_decision_past_the_think_limit_ends_the_table():
         assert my_move(c, other)["legal"]
         view = wait_for(c, slow, lambda v: v["status"] == "error")
         assert "took longer than the think limit (0.5 s) for one decision" in view["error"]
-        assert time.monotonic() - start < 1.9  # ended at the limit, not when the agent woke
+        assert time.monotonic() - start < 4.5  # ended at the limit, not when the agent woke
 
 
 # --------------------------------------------------------------------------- hidden information
