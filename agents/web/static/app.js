@@ -62,7 +62,7 @@ function seatChoices() {
 function mineChanged() {
   const watch = $('your-seat').value === 'watch';
   for (const sel of $('seat-agents').querySelectorAll('select')) {
-    sel.disabled = !watch && sel.id === 'agent-' + $('your-seat').value;
+    sel.parentElement.hidden = !watch && sel.id === 'agent-' + $('your-seat').value;  // yours
   }
   $('open').disabled = !watch;
   $('hint').disabled = watch;
