@@ -362,3 +362,16 @@ def test_a_watched_open_table_records_the_policy_of_each_decision():
         if who == 0:
             assert record["probs"][j][steps[j]["chosen"]] > 0
     assert [s.get("probs") for s in steps[:-1]] == record["probs"]
+
+
+def test_a_server_error_in_one_table_ends_that_table_only(monkeypatch):
+    def broken(self, *args):
+        raise KeyError("planted")
+
+    monkeypatch.setattr(Table, "play_agent", broken)
+    with client() as c:
+        bad = new_table(c, seats=("rule", None, "rule", "rule"), seed=0)["id"]
+        view = wait_for(c, bad, lambda v: v["status"] == "error")
+        assert view["error"] == "the table stopped on a server error: KeyError: 'planted'"
+        assert c.get("/api/config").status_code == 200
+        assert c.get(f"/api/tables/{bad}").json()["status"] == "error"

@@ -178,7 +178,15 @@ class Server:
 
     # ------------------------------------------------------------------ driving
     async def _drive(self, r: Runner) -> None:
-        """Play the agents' moves of one table, at its pace, until it is closed."""
+        """Play the agents' moves of one table, at its pace, until it is closed; an unexpected
+        error ends that table, shown there, and no other."""
+        try:
+            await self._drive_loop(r)
+        except Exception as exc:
+            r.table.fail(f"the table stopped on a server error: {type(exc).__name__}: {exc}")
+            await r.notify()
+
+    async def _drive_loop(self, r: Runner) -> None:
         t = r.table
         while not r.closed:
             if t.agent_to_move():
