@@ -216,6 +216,7 @@ from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one, encode_state
 from zhuoji_env.picture import draw_game, png_bytes
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import ENVIRONMENT
 
 __all__ = ["env", "raw_env"]
 
@@ -232,7 +233,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     metadata = {
         "render_modes": ["human", "ansi", "rgb_array"],
-        "name": "zhuoji_v1",
+        "name": ENVIRONMENT,
         "is_parallelizable": False,
         "render_fps": 1,
     }
