@@ -176,6 +176,10 @@ video recorders can take the frames.
 ## Version history
 
 * v1: initial release (observation ``zhuoji-obs-v1``, record format ``zhuoji-record-1``).
+
+The version covers the rules engine, the observation, the action table and the rewards
+(``zhuoji_env.versions``); ``from zhuoji_env import zhuoji_v1`` names this environment by it, and
+CHANGELOG.md says what each version changed.
 """
 
 from __future__ import annotations
