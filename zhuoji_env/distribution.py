@@ -57,8 +57,10 @@ def _digest(path: Path) -> str:
 
 
 def foreign_files(package: str, dist: metadata.Distribution | None = None) -> list[str]:
-    """The files of zhuoji-env's installed ``package`` that its wheel did not put there: those
-    whose content differs from the record (replaced), then those it has no record of (added;
+    """The files of zhuoji-env's installed ``package`` that its wheel did not put there: its
+    modules whose content differs from the record (replaced; the modules alone are hashed, so
+    that the check stays cheap beside the shipped policies' megabytes, whose own hashes
+    ``agents.ppo.check_shipped_pair`` checks), then the files it has no record of (added;
     Python's ``__pycache__`` folders aside). Empty where nothing can be compared."""
     dist = dist or _wheel_install()
     if dist is None:
@@ -69,6 +71,7 @@ def foreign_files(package: str, dist: metadata.Distribution | None = None) -> li
         name
         for name, f in sorted(ours.items())
         if f.hash is not None
+        and name.endswith(".py")
         and (root.parent / name).is_file()
         and _digest(root.parent / name) != f.hash.value
     ]
