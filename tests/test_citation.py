@@ -77,6 +77,9 @@ def test_one_version_and_one_address_everywhere():
     assert bib["license"] == cff["license"] == pyproject()["project"]["license"]
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert f"## [{version}] - {cff['date-released']}" in changelog
+    links = re.findall(r"^\[[^\]]+\]: (\S+)$", changelog, re.M)
+    assert links and all(link.startswith(url + "/") for link in links), links
+    assert pyproject()["project"]["urls"]["Changelog"].startswith(url + "/")
 
 
 @pytest.mark.parametrize("field", ["title", "author", "year", "version", "url", "note"])
