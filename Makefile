@@ -18,7 +18,8 @@ RLLIB_VENV  ?= .venv-rllib
 RLLIB_PY    := $(RLLIB_VENV)/bin/python
 RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
 
-.PHONY: venv browser demo scratch hour web test notebooks lint format bench clean rllib test-rllib
+.PHONY: venv browser demo scratch hour web test test-wheel notebooks lint format bench clean rllib \
+	test-rllib
 
 venv: $(STAMP)
 
@@ -95,13 +96,20 @@ browser:
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } || \
 	echo "make test: could not install chromium; the browser test skips (fails under CI=true)" >&2
 
-# pytest exit code 5 means "no tests collected": that is a failure here, not a pass.
+# pytest exit code 5 means "no tests collected": that is a failure here, not a pass. The wheel's
+# tests (marked wheel) are make test-wheel's.
 test: venv browser
-	@$(PY) -m pytest -n 2 -q; rc=$$?; \
+	@$(PY) -m pytest -n 2 -q -m "not wheel"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 		echo "make test: FAILED - pytest collected no tests (exit code 5)" >&2; exit 1; \
 	fi; \
 	exit $$rc
+
+# python -m build makes the wheel and sdist, the wheel is installed into a fresh virtual
+# environment outside the checkout and runs there (tests/test_wheel.py, a few minutes; the
+# citation check installs cffconvert from the package index).
+test-wheel: venv
+	$(PY) -m pytest -q -m wheel tests/test_wheel.py
 
 # Run the notebooks again at their analysis sizes (the values of their parameter cells; the test
 # suite runs them small) and write them back with their outputs, each whole or not at all and

@@ -83,6 +83,7 @@ from agents.base import (
 )
 from agents.registry import make_agent, on_devices, split_specs
 from zhuoji_env.bench import check_counts
+from zhuoji_env.commands import prog
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import batch_memory, first_deals, is_integer, is_real
 from zhuoji_env.engine.records import deltas as ledger_deltas
@@ -110,6 +111,7 @@ from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.tiles import NUM_TILES
+from zhuoji_env.versions import stamp
 
 SEATING_MODES = ("permute", "rotate")
 # per (deal, agent) accumulators, in this order
@@ -869,6 +871,7 @@ def run_arena(
             **({"device": device} if device is not None else {}),
             "chunk_games": chunk_games,
             "machine": describe(),
+            "versions": stamp(),
         },
     )
 
@@ -980,7 +983,7 @@ def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agents.arena",
+        prog=prog("agents.arena"),
         description="Duplicate-style arena: every deal is played in every seating of the "
         "agents over the seats.",
     )

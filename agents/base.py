@@ -11,6 +11,10 @@ agent object can play any number of games and seats at once. Agents that use ran
 from ``self.rng``, a ``numpy.random.Generator`` made from the seed given at construction;
 :meth:`Agent.reseed` replaces it (the arena reseeds per chunk of games so that results do not
 depend on how games are split between processes).
+
+Importing it refuses an ``agents`` or ``training`` package that another distribution's files
+share (:func:`zhuoji_env.distribution.check_packages`): every module of ``agents`` and
+``training`` imports this one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from zhuoji_env.belief import public_view
+from zhuoji_env.distribution import check_packages
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import as_generator
 from zhuoji_env.engine.state import BAOTING_DISCARD, RESPONSE, ROB, TURN, State
@@ -25,6 +30,8 @@ from zhuoji_env.envs.common import as_mask
 from zhuoji_env.observation import OBS_SIZE, block, seen_kinds
 from zhuoji_env.tiles import NUM_KINDS
 from zhuoji_env.view import PROBS_SUM_TOLERANCE
+
+check_packages()
 
 DEVICES = ("auto", "cpu", "cuda")
 """Where a policy network runs: ``auto`` is CUDA when torch sees it, else the CPU (the

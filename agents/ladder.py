@@ -33,9 +33,11 @@ pairs with A or B in them (the reused pairs are fitted all the same): an expensi
 rated from some of its pairs, as long as they connect it to ``random``. ``--device cuda`` runs
 the policy networks on a GPU (:func:`agents.registry.on_device`), under the same labels.
 
-Output: the table in Markdown on stdout, ``--json FILE`` (format ``zhuoji-ladder-1``, with every
-pair's per-deal score sums so that a later run can reuse them) and ``--markdown FILE``; neither
-is written over an existing file without ``--force``.
+Output: the table in Markdown on stdout, ``--json FILE`` (format ``zhuoji-ladder-1``, with the
+versions it was played under, :func:`zhuoji_env.versions.stamp`, and every pair's per-deal score
+sums so that a later run can reuse them; ``--reuse`` refuses a file of another environment
+version, and takes one without ``versions`` as one of this version) and ``--markdown FILE``;
+neither is written over an existing file without ``--force``.
 """
 
 from __future__ import annotations
@@ -71,9 +73,11 @@ from agents.arena import (
 )
 from agents.base import DEVICES
 from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_specs
+from zhuoji_env.commands import prog
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.rules import Rules, parse_switches
+from zhuoji_env.versions import ENVIRONMENT, check_stamp, stamp
 
 FORMAT = "zhuoji-ladder-1"
 ANCHOR = "random"
@@ -577,6 +581,14 @@ def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
         raise ValueError(f"--reuse {path!r}: cannot read it as JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"--reuse {path!r}: not a {FORMAT} file")
+    if "versions" in data:  # a file without them was written before versions were stated
+        made = check_stamp(data["versions"], f"--reuse {path!r}")
+        if made["environment"] != ENVIRONMENT:
+            raise ValueError(
+                f"--reuse {path!r}: its pairs were played under environment "
+                f"{made['environment']} (zhuoji-env {made['zhuoji_env']}), this ladder plays "
+                f"{ENVIRONMENT}: the games differ, so its margins cannot be reused"
+            )
     same = {
         "rules": {"preset": rules.preset, "overrides": rules.overrides},
         "deals": deals,
@@ -649,6 +661,7 @@ def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: st
     return standard_json(
         {
             "format": FORMAT,
+            "versions": stamp(),
             **extra,
             "rules": {"preset": rules.preset, "overrides": rules.overrides},
             "deals": deals,
@@ -687,7 +700,7 @@ def compact_lists(text: str) -> str:
 # --------------------------------------------------------------------------- command line
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agents.ladder",
+        prog=prog("agents.ladder"),
         description="Rate agents by one number each, fitted to duplicate arenas of every pair.",
     )
     parser.add_argument("--agents", help="comma-separated specs to rate, each once")

@@ -32,6 +32,7 @@ import numpy as np
 
 from agents.base import Agent, decide
 from agents.registry import make_agent, split_specs
+from zhuoji_env.commands import prog
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
@@ -200,7 +201,7 @@ def main(
     say: Callable[[str], None] | None = None,
 ) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agents.play", description="Play Zhuoji mahjong against the agents."
+        prog=prog("agents.play"), description="Play Zhuoji mahjong against the agents."
     )
     parser.add_argument("--preset", default="guiyang", help="rules preset (guiyang, classic, app)")
     parser.add_argument(

@@ -4,8 +4,10 @@ A checkpoint is a ``torch.save`` dict of plain data and tensors only: ``model`` 
 dict), ``hidden`` (layer width), ``obs_size`` and ``obs_version`` (the observation encoding it
 was trained on: ``zhuoji-obs-v1``; ``zhuoji-obs-v2``, which the network derives from the
 v1 observation it is given; or ``zhuoji-obs-v2+rule``, v2 and the ``rule`` agent's advice:
-:class:`NetInput`), and whatever the trainer adds (counters, its
-flags, ``rules`` in record form, the optimizer state). It is read with
+:class:`NetInput`), ``versions`` (the package and environment versions it was made under,
+:func:`zhuoji_env.versions.stamp`; a checkpoint written before they were stated loads by its
+``obs_version`` alone), and whatever the trainer adds (counters, its flags, ``rules`` in
+record form, the optimizer state). It is read with
 ``torch.load(..., weights_only=True)``, which refuses to run code, and checked before use:
 a file that is not a checkpoint, is truncated, holds objects other than plain data, was
 trained on another observation size or version, or holds NaN or infinite weights raises
@@ -44,6 +46,7 @@ from zhuoji_env.fileio import write_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import ENVIRONMENT, __version__, check_stamp, stamp
 
 NEG_INF = -1e9
 HINT_START = OBS_SIZES[VERSION_V2]
@@ -146,12 +149,15 @@ class NetInput:
 
 
 def save_checkpoint(path: str | Path, net: PolicyNet, **extra) -> None:
-    """Write ``net`` and ``extra`` (plain data and tensors only) atomically to ``path``."""
+    """Write ``net`` and ``extra`` (plain data and tensors only) atomically to ``path``, with
+    the versions it is made under (:func:`zhuoji_env.versions.stamp`; ``extra`` may give a
+    network's own, as a shipped copy of an older checkpoint keeps its)."""
     ckpt = {
         "model": net.state_dict(),
         "hidden": int(net.hidden),
         "obs_size": net.in_size,
         "obs_version": net.obs_version,
+        "versions": stamp(),
         **extra,
     }
     write_atomic(path, lambda tmp: torch.save(ckpt, tmp))
@@ -281,6 +287,16 @@ def _read(path: Path) -> dict:
     return ckpt
 
 
+def made_under(ckpt: dict, path: Path) -> str:
+    """`` (zhuoji-env V, environment E)``: the versions a checkpoint states, checked (its
+    ``versions`` must be a stamp, ``ValueError`` naming the file otherwise); empty for a
+    checkpoint written before versions were stated, which loads by its ``obs_version`` alone."""
+    if "versions" not in ckpt:
+        return ""
+    made = check_stamp(ckpt["versions"], str(path))
+    return f" (zhuoji-env {made['zhuoji_env']}, environment {made['environment']})"
+
+
 def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, dict]:
     """The network of a checkpoint file, on ``device`` (:func:`resolve_device`), and the whole
     checkpoint dict (checked, see above; its tensors stay on the CPU). Every declared size (the
@@ -289,11 +305,14 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> tuple[PolicyNet, d
     where = resolve_device(device)
     path = Path(path)
     ckpt = _read(path)
+    made = made_under(ckpt, path)
     version = ckpt.get("obs_version")
     if version not in INPUT_SIZES:
         raise ValueError(
-            f"{path}: trained on observations {version!r}, this package reads "
-            f"{', '.join(map(repr, INPUT_SIZES))}"
+            f"{path}: trained on observations {version!r}{made}, this package "
+            f"reads {', '.join(map(repr, INPUT_SIZES))} (zhuoji-env {__version__}, environment "
+            f"{ENVIRONMENT}, whose observations are {VERSION}): a network of another "
+            "observation version would misread its input"
         )
     state = ckpt["model"]
     first = state.get("body.0.weight")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import zhuoji_env
 from agents import make_agent
 from agents.ppo import PolicyNet, PPOAgent, load_checkpoint, save_checkpoint
 from zhuoji_env.observation import OBS_SIZE, VERSION
@@ -109,7 +110,8 @@ def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, c
         load_checkpoint(tmp_path / "v2.pt")
     torch.save(dict(raw, obs_version="v0"), tmp_path / "old.pt")
     reads = "'zhuoji-obs-v1', 'zhuoji-obs-v2', 'zhuoji-obs-v2\\+rule'"
-    with pytest.raises(ValueError, match=f"'v0', this package reads {reads}"):
+    made = re.escape(f"(zhuoji-env {zhuoji_env.__version__}, environment zhuoji_v1)")
+    with pytest.raises(ValueError, match=f"'v0' {made}, this package reads {reads}"):
         load_checkpoint(tmp_path / "old.pt")
     hinted = dict(raw, obs_version="zhuoji-obs-v2+rule")  # a v1 network under the advice's label
     torch.save(hinted, tmp_path / "hinted.pt")

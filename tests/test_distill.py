@@ -175,7 +175,7 @@ def test_a_rule_hint_network_is_fitted_on_its_own_input(tmp_path):
     data = _run(base, tmp_path / "d", "--searched", "20", "--unsure", "1", "--z", "0")
     net, ckpt = load_checkpoint(tmp_path / "d" / distill_search.CHECKPOINT)
     assert net.obs_version == VERSION_RULE and list(ckpt) == [
-        "model", "hidden", "obs_size", "obs_version", "rules", "stages"
+        "model", "hidden", "obs_size", "obs_version", "versions", "rules", "stages"
     ]  # fmt: skip
     base_net, _ = load_checkpoint(base)
     x = torch.from_numpy(NetInput(VERSION_RULE, "guiyang")(data["obs"], data["mask"]))

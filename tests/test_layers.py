@@ -22,6 +22,9 @@ LAYERS = [
         "zhuoji_env.fileio",
         "zhuoji_env.limits",
         "zhuoji_env.machine",
+        "zhuoji_env.versions",
+        "zhuoji_env.distribution",
+        "zhuoji_env.commands",
     ),
     ("zhuoji_env.hands",),
     (

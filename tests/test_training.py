@@ -26,6 +26,7 @@ from training.learner import fast_bf16
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import stamp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -758,6 +759,7 @@ def test_curve_plays_every_checkpoint_of_a_run_and_its_continuation(tmp_path, ca
     assert curve.main(argv) == 0
     data = json.loads(out.with_suffix(".json").read_text())
     assert [p["decisions"] for p in data["points"]] == [512, 1024, 1536]  # in training order
+    assert data["versions"] == stamp()  # the versions the curve was measured under
     assert out.stat().st_size > 0 and "argmax" in data["points"][0]
     for bad, message in [
         ([str(tmp_path)], "no update_<k>.pt checkpoints"),

@@ -26,9 +26,11 @@ from agents.ppo import load_checkpoint
 from agents.registry import split_specs
 from training.cli import INT_NON_NEGATIVE, json_text, plain
 from zhuoji_env.bench import check_counts
+from zhuoji_env.commands import prog
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import stamp
 
 
 def checkpoints(
@@ -163,7 +165,7 @@ def plot(rows: list[dict], opponent: str, deals: int, path: str | Path, title: s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m training.curve",
+        prog=prog("training.curve"),
         description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -208,7 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     plot(rows, a.opponent, a.deals, out, a.title)
     write_text_atomic(
         out.with_suffix(".json"),
-        json_text({"opponent": a.opponent, "deals": a.deals, "seed": a.seed, "points": rows})
+        json_text(
+            {
+                "versions": stamp(),
+                "opponent": a.opponent,
+                "deals": a.deals,
+                "seed": a.seed,
+                "points": rows,
+            }
+        )
         + "\n",
     )
     print(f"wrote {out} and {out.with_suffix('.json')}")

@@ -31,6 +31,7 @@ from agents.ppo import INPUT_SIZES, PPOAgent
 from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
 from zhuoji_env.bench import check_counts
+from zhuoji_env.commands import prog
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
 from zhuoji_env.limits import check_memory
 from zhuoji_env.rules import Rules
@@ -144,7 +145,7 @@ def plot(history: list[dict], arena: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m training.demo",
+        prog=prog("training.demo"),
         description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -132,6 +132,7 @@ from training.learner import (
     seat_gae,
     shaped_rewards,
 )
+from zhuoji_env.commands import prog
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.envs.vector import SelfPlayVecEnv
@@ -1265,7 +1266,7 @@ checks its flags, then trains its share; every process needs the same ``--resume
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, prog(MODULE)), PROG)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from training.cli import (
     run_main,
 )
 from training.ppo_selfplay import GAME_BYTES
+from zhuoji_env.commands import prog
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import unused_path, write_atomic
 from zhuoji_env.observation import OBS_SIZE
@@ -401,7 +402,7 @@ PROG = "python -m training.sb3_maskable"
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, prog("training.sb3_maskable")), PROG)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ sha256, and its arena tables under its own preset against ``rule``, ``greedy`` a
 (duplicate deals, every seating; played by sampling, and by argmax against ``rule``), with the
 command that reproduces them. The checkpoint's preset must be the name's
 (:data:`agents.registry.SHIPPED_POLICIES`). A checkpoint written before ``stages`` were recorded
-takes them from ``--stages FILE`` (a JSON list of such dicts).
+takes them from ``--stages FILE`` (a JSON list of such dicts). Both files state the versions the
+policy was made under (the checkpoint's ``versions``, :func:`zhuoji_env.versions.stamp`); a
+checkpoint written before versions were stated takes them from ``--versions JSON``
+(``'{"zhuoji_env": "0.1.0", "environment": "zhuoji_v1"}'``).
 
 Everything is checked before anything is written: the checkpoint, each stage's fields and their
 types, the preset, ``--out-dir``, and whether ``NAME.pt`` or ``NAME.json`` is there already
@@ -31,9 +34,11 @@ from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkp
 from agents.registry import SHIPPED_POLICIES
 from training.cli import INT_NON_NEGATIVE, NON_NEGATIVE, check_out_dir, json_text, plain
 from zhuoji_env.bench import check_counts
+from zhuoji_env.commands import prog
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import ENVIRONMENT, check_stamp
 
 STAGE_KEYS = ("command", "commit", "preset", "decisions", "seconds")
 """What every stage of a provenance says."""
@@ -95,6 +100,30 @@ def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
             f"the stages add up to {total:,} decisions, the checkpoint says {ckpt['decisions']!r}"
         )
     return stages
+
+
+def made_with(ckpt: dict, name: str, given: str | None) -> dict[str, str]:
+    """The versions a shipped policy states: the checkpoint's, or for a checkpoint that states
+    none (written before they were), ``--versions``' JSON object; ``ValueError`` when neither
+    or both say, or what is given is not a stamp (:func:`zhuoji_env.versions.check_stamp`)."""
+    if given is None:
+        if "versions" not in ckpt:
+            raise ValueError(
+                f"{name} states no versions (written before they were stated): give the ones "
+                "it was trained under with --versions, e.g. "
+                f"'{json.dumps({'zhuoji_env': '0.1.0', 'environment': ENVIRONMENT})}'"
+            )
+        return check_stamp(ckpt["versions"], name)
+    if "versions" in ckpt:
+        raise ValueError(
+            f"{name} states its versions {ckpt['versions']!r}: --versions is for checkpoints "
+            "that state none"
+        )
+    try:
+        value = json.loads(given)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--versions {given!r}: not valid JSON ({exc})") from None
+    return check_stamp(value, "--versions")
 
 
 def staged(out_dir: Path, name: str) -> tuple[Path, Path]:
@@ -165,13 +194,17 @@ def arena_tables(path: Path, name: str, rules: Rules, deals: int, seed: int, wor
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m training.ship_policy",
+        prog=prog("training.ship_policy"),
         description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--checkpoint", required=True, help="a training.ppo_selfplay checkpoint")
     parser.add_argument("--name", required=True, choices=list(SHIPPED_POLICIES))
     parser.add_argument("--stages", help="JSON list of the training stages (older checkpoints)")
+    parser.add_argument(
+        "--versions",
+        help="the versions it was made under, a JSON object (checkpoints that state none)",
+    )
     parser.add_argument("--deals", type=int, default=2000, help="arena deals per opponent")
     parser.add_argument("--seed", type=int, default=2028, help="arena seed (not tuned on)")
     parser.add_argument("--workers", type=int, default=2, help="arena processes")
@@ -189,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         shipped_scale = reward_scale_of({"stages": stages}, f"{a.name}'s stages")
         trained_scale = reward_scale_of(ckpt, a.checkpoint)
         rules = Rules.make(ckpt.get("rules"))
+        versions = made_with(ckpt, a.checkpoint, a.versions)
         check_out_dir(a.out_dir)
     except (OSError, ValueError, TypeError) as exc:  # JSONDecodeError, FlagError: ValueErrors
         parser.error(str(exc))
@@ -220,7 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     pt_new, json_new = staged(out_dir, a.name)
     try:
-        extra = dict(rules=ckpt["rules"], decisions=ckpt["decisions"], stages=stages, name=a.name)
+        extra = dict(
+            rules=ckpt["rules"],
+            decisions=ckpt["decisions"],
+            stages=stages,
+            name=a.name,
+            versions=versions,
+        )
         write_atomic(pt_new, lambda tmp: save_checkpoint(tmp, net, **extra))
         try:
             arena = arena_tables(pt_new, a.name, rules, a.deals, a.seed, a.workers)
@@ -230,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             "name": a.name,
             "preset": rules.preset,
             "file": path.name,
+            "versions": versions,
             "sha256": sha256(pt_new),
             "decisions": ckpt["decisions"],
             "seconds": round(sum(float(s["seconds"]) for s in stages), 1),

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from zhuoji_env.commands import prog
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.limits import check_memory
 from zhuoji_env.machine import describe
@@ -85,7 +86,7 @@ def bench_rlcard(seconds: float) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zhuoji_env.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("zhuoji_env.bench"), description=__doc__)
     parser.add_argument("--batch", type=int, help="one batch size (default: sweep)")
     parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
     parser.add_argument("--preset", default="guiyang", choices=PRESET_NAMES)

@@ -98,9 +98,9 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.tiles import NUM_KINDS, NUM_TILES, YAOJI
+from zhuoji_env.versions import OBSERVATION as VERSION
+from zhuoji_env.versions import OBSERVATION_V2 as VERSION_V2
 
-VERSION = "zhuoji-obs-v1"
-VERSION_V2 = "zhuoji-obs-v2"
 SEATS = 4
 RECENT = 6
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zhuoji_env.commands import prog
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.fileio import write_text_atomic
@@ -131,7 +132,7 @@ def _out_problem(out: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zhuoji_env.record", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("zhuoji_env.record"), description=__doc__)
     parser.add_argument("--preset", default="guiyang", choices=PRESET_NAMES)
     parser.add_argument(
         "--set",

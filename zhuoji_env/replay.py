@@ -15,13 +15,14 @@ import json
 import sys
 import types
 
+from zhuoji_env.commands import prog
 from zhuoji_env.engine.records import RecordError, compare, load, replay
 
 __all__ = ["replay", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zhuoji_env.replay", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("zhuoji_env.replay"), description=__doc__)
     parser.add_argument("files", nargs="+", help="record files (JSON)")
     args = parser.parse_args(argv)
     status = 0

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from zhuoji_env.commands import prog
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import check_flag
@@ -583,7 +584,7 @@ def _out_problem(flag: str, out: Path, record: Path, force: bool) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zhuoji_env.view", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("zhuoji_env.view"), description=__doc__)
     parser.add_argument("record", type=Path, help="a record file (JSON, RULES.md 10)")
     parser.add_argument(
         "--out", type=Path, help="the page to write, NAME.html (default: RECORD.html)"

@@ -21,8 +21,9 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.state import END_NAMES, ITEMS, OVER, State
 from zhuoji_env.rules import MAX_STREAK, PRESET_NAMES, Rules
 from zhuoji_env.tiles import NUM_TILES, code, format_tiles, kind, kind_counts, parse_tiles
+from zhuoji_env.versions import ENVIRONMENT, check_stamp, stamp
+from zhuoji_env.versions import RECORD_FORMAT as FORMAT
 
-FORMAT = "zhuoji-record-1"
 MAX_AMOUNT = 2**53 - 1
 """Largest amount or score a stored result may hold: no hand within the switch bounds of
 :mod:`zhuoji_env.rules` comes near it, and every JSON reader holds it exactly."""
@@ -78,6 +79,7 @@ def record_of(rules: Rules, st: State, i: int) -> dict[str, Any]:
         acts.append([int(seat), name] + ([tile] if tile else []))
     rec = {
         "format": FORMAT,
+        "versions": stamp(),
         "rules": rules.to_record(),
         "dealer": int(st.dealer[i]),
         "dealer_streak": int(st.streak[i]),
@@ -131,22 +133,47 @@ format), ``rules`` (guiyang) and ``dealer_streak`` (0)."""
 ANNOTATION_KEYS = ("probs", "values", "agents")
 """Optional per-decision annotations a replay ignores and the viewer shows (``zhuoji_env.view``,
 written by ``agents.analysis``)."""
+VERSIONS_KEY = "versions"
+"""Optional: the package and environment versions the record was made under
+(:func:`zhuoji_env.versions.stamp`), which this package writes beside RULES.md 10's keys. A
+record without it replays as one of the current environment version; one made under another
+environment version is refused (:func:`check_versions`)."""
+
+
+def check_versions(value: Any) -> None:
+    """Refuse (``RecordError``) a record's ``versions`` that is not a stamp, or that names
+    another environment version than this package's: its rules, actions or settlement may
+    differ, so its replay would not be the game it records."""
+    try:
+        check_stamp(value, "record")
+    except ValueError as err:
+        raise RecordError(str(err)) from None
+    if value["environment"] != ENVIRONMENT:
+        raise RecordError(
+            f"record made under environment {value['environment']} (zhuoji-env "
+            f"{value['zhuoji_env']}); this package replays environment {ENVIRONMENT}: its rules, "
+            "actions or settlement may differ. Replay it with a zhuoji-env of its version (or "
+            "remove its 'versions' to replay it as a record of this version)"
+        )
 
 
 def parse(rec: Mapping[str, Any]) -> tuple[Rules, np.ndarray, int, int, list[tuple[int, int]]]:
     """Validate a record: ``(rules, wall, dealer, streak, [(seat, action index), ...])``.
 
-    A key outside :data:`RECORD_KEYS` and :data:`ANNOTATION_KEYS` is refused. A stored
+    A key outside :data:`RECORD_KEYS`, :data:`ANNOTATION_KEYS` and :data:`VERSIONS_KEY` is
+    refused, and so are ``versions`` of another environment (:func:`check_versions`). A stored
     ``result`` is validated too (:func:`parse_result`).
     """
     if not isinstance(rec, Mapping):
         raise RecordError(f"a record is a JSON object, got {type(rec).__name__}")
-    unknown = sorted(set(rec) - set(RECORD_KEYS) - set(ANNOTATION_KEYS))
+    unknown = sorted(set(rec) - set(RECORD_KEYS) - set(ANNOTATION_KEYS) - {VERSIONS_KEY})
     if unknown:  # a misspelt "rules" would otherwise replay under the default preset
         raise RecordError(
             f"unknown key {unknown[0]!r}: a record holds {list(RECORD_KEYS)} (RULES.md 10), "
-            f"optionally with the annotations {list(ANNOTATION_KEYS)}"
+            f"optionally with {VERSIONS_KEY!r} and the annotations {list(ANNOTATION_KEYS)}"
         )
+    if VERSIONS_KEY in rec:
+        check_versions(rec[VERSIONS_KEY])
     fmt = rec.get("format", FORMAT)
     if fmt != FORMAT:
         raise RecordError(f"unknown record format {fmt!r}: expected {FORMAT!r}")

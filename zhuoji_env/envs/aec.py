@@ -176,6 +176,10 @@ video recorders can take the frames.
 ## Version history
 
 * v1: initial release (observation ``zhuoji-obs-v1``, record format ``zhuoji-record-1``).
+
+The version covers the rules engine, the observation, the action table and the rewards
+(``zhuoji_env.versions``); ``from zhuoji_env import zhuoji_v1`` names this environment by it, and
+CHANGELOG.md says what each version changed.
 """
 
 from __future__ import annotations
@@ -216,6 +220,7 @@ from zhuoji_env.envs.render import present, render_game
 from zhuoji_env.observation import encode_one, encode_state
 from zhuoji_env.picture import draw_game, png_bytes
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import ENVIRONMENT
 
 __all__ = ["env", "raw_env"]
 
@@ -232,7 +237,7 @@ class raw_env(AECEnv):  # noqa: N801 (PettingZoo's naming)
 
     metadata = {
         "render_modes": ["human", "ansi", "rgb_array"],
-        "name": "zhuoji_v1",
+        "name": ENVIRONMENT,
         "is_parallelizable": False,
         "render_fps": 1,
     }

@@ -7,7 +7,8 @@ Gymnasium wrappers and vector environments apply directly.
 Construction
     ``SingleAgentEnv(rules="guiyang", learner_seat=0, opponents=None, render_mode=None,
     illegal_action="penalty", illegal_reward=None, render_all=False, tile_style="code",
-    **switches)``
+    **switches)``; ``gymnasium.make("zhuoji_env/Guiyang-v1", **kwargs)`` (``App-v1``,
+    ``Classic-v1``) makes it of the id's preset (:mod:`zhuoji_env.envs.registration`).
 
     - ``rules`` and ``switches``: as for :func:`zhuoji_env.env` (a preset name, a
       ``{"preset", "overrides"}`` object or a :class:`~zhuoji_env.Rules`, plus any switch of
