@@ -7,13 +7,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from agents import arena
+from agents import arena, ladder
 from zhuoji_env import machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,6 +131,32 @@ def test_a_command_starts_again_under_the_mode_once(monkeypatch, capsys):
         arena.main(["--agents", "random,greedy", "--deals", "0", "--portable"])
     assert "--portable runs without the portable numeric mode here" in capsys.readouterr().err
     assert len(started) == 1
+
+
+@x86_only
+@pytest.mark.parametrize(
+    "argv",
+    [["--protocol", "zhuoji-bench-v1", "--preset", "app"],
+     ["--agents", "random,greedy", "--deals", "2", "--portable"]],
+)  # fmt: skip
+def test_the_ladder_command_restarts_under_the_mode_for_the_protocol_or_portable(
+    monkeypatch, capsys, argv
+):
+    """Before any game or plugin: the ladder as a command starts itself again under the mode."""
+
+    def restart(module, args):
+        raise SystemExit(f"restart {module} {args}")
+
+    monkeypatch.setattr(machine, "_STARTED_WITH", {})
+    monkeypatch.setattr(arena, "run_portably", restart)
+    monkeypatch.setattr(ladder, "run_arena", lambda *a, **k: pytest.fail("played before"))
+    monkeypatch.setattr(sys, "argv", ["python -m agents.ladder", *argv])
+    with pytest.raises(SystemExit, match=re.escape(f"restart agents.ladder {argv}")):
+        ladder.main()
+    monkeypatch.setattr(sys, "argv", ["ladder", "--agents", "random,greedy", "--deals", "1"])
+    with pytest.raises(SystemExit) as info:  # no mode asked for: no restart, its own error
+        ladder.main()
+    assert info.value.code == 2 and "--deals must be >= 2" in capsys.readouterr().err
 
 
 def test_portable_is_refused_where_the_mode_does_not_exist(monkeypatch, capsys):
