@@ -332,7 +332,7 @@ class Ladder:
     ratings: np.ndarray  # float [A]
     ci95: np.ndarray  # float [A, 2]: bootstrap percentiles
     bootstrap: int
-    stages: list[int] = dataclasses.field(default_factory=list)  # per agent (fit_ladder)
+    stages: list[int]  # per agent: the stage it was fitted in (fit_ladder)
 
     def predicted(self, a: str, b: str) -> float:
         return float(self.ratings[self.labels.index(a)] - self.ratings[self.labels.index(b)])
