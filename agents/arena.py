@@ -60,6 +60,7 @@ import math
 import multiprocessing as mp
 import os
 import pickle
+import platform
 import sys
 import time
 import types
@@ -106,7 +107,14 @@ from zhuoji_env.engine.state import (
 )
 from zhuoji_env.fileio import write_text_atomic
 from zhuoji_env.limits import check_memory
-from zhuoji_env.machine import code_version, describe, machine_line
+from zhuoji_env.machine import (
+    code_version,
+    describe,
+    is_portable,
+    machine_line,
+    portable_settings,
+    run_portably,
+)
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
 from zhuoji_env.rules import Rules, parse_switches
@@ -965,20 +973,82 @@ def output_refusal(flag: str, path: str, force: bool) -> str | None:
     return None
 
 
-def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> None:
-    """Import each ``--plugin`` module (it may register agents); one that cannot be imported
-    is a usage error naming it, and any other exception its import raises carries a note
-    naming it."""
+def import_plugins(parser: argparse.ArgumentParser, plugins: Sequence[str]) -> None:
+    """Import each ``--plugin`` (it may register agents): a module name, or the path of a
+    Python file (one ending in ``.py`` or naming a folder), imported by its file name after its
+    folder is put at the end of ``sys.path``, so that worker processes (fresh interpreters) find
+    the classes it defines too; a name that another module already takes is refused rather than
+    shadowed. One that cannot be imported is a usage error naming it, and any other exception its
+    import raises carries a note naming it."""
     import importlib
 
-    for module in modules:
+    for plugin in plugins:
+        module = plugin_module(parser, plugin) if is_plugin_path(plugin) else plugin
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            parser.error(f"--plugin {module!r}: cannot import it ({exc})")
+            parser.error(f"--plugin {plugin!r}: cannot import it ({exc})")
         except Exception as exc:
-            add_note(exc, f"raised while importing --plugin {module!r}")
+            add_note(exc, f"raised while importing --plugin {plugin!r}")
             raise
+
+
+def is_plugin_path(plugin: str) -> bool:
+    """Whether a ``--plugin`` names a file rather than a module."""
+    return plugin.endswith(".py") or any(s and s in plugin for s in (os.sep, os.altsep))
+
+
+def plugin_module(parser: argparse.ArgumentParser, plugin: str) -> str:
+    """The module name of the plugin file ``plugin``, its folder added to ``sys.path``."""
+    import importlib.util
+
+    path = Path(plugin).resolve()
+    if path.suffix != ".py" or not path.is_file():
+        parser.error(f"--plugin {plugin!r}: no such Python file (a path ending in .py)")
+    name = path.stem
+    if not name.isidentifier():
+        parser.error(
+            f"--plugin {plugin!r}: {name!r} is not a module name (letters, digits and _, not "
+            "starting with a digit); rename the file"
+        )
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None and (found.origin is None or Path(found.origin).resolve() != path):
+        parser.error(
+            f"--plugin {plugin!r}: the module name {name!r} is taken by {found.origin or name!r}; "
+            "rename the file"
+        )
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
+    return name
+
+
+def portable_or_restart(
+    parser: argparse.ArgumentParser, flag: str, module: str, argv: Sequence[str] | None
+) -> None:
+    """Make sure the command runs under the portable numeric mode, which ``flag`` asked for
+    (:func:`zhuoji_env.machine.portable_settings`): a command line (``argv`` None) not yet under
+    it starts again under it (``python -m module`` with the same arguments); a call from Python
+    with its own ``argv``, which cannot switch its numpy and torch, says on stderr that it runs
+    without it. On a CPU that is not x86-64, where the mode does not exist, ``--portable`` is a
+    usage error and any other flag a note."""
+    if is_portable():
+        return
+    if portable_settings() is None:
+        why = f"is for x86-64 CPUs, not this {platform.machine()!r}"
+        if flag == "--portable":
+            parser.error(f"--portable: the portable numeric mode {why}")
+        print(f"note: {flag} runs without the portable numeric mode: it {why}", file=sys.stderr)
+        return
+    if argv is None:
+        run_portably(module, sys.argv[1:])
+    print(
+        f"note: {flag} runs without the portable numeric mode here: numpy and torch were loaded "
+        f"before it was asked for; run `python -m {module}` as a command for it",
+        file=sys.stderr,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1030,11 +1100,20 @@ def main(argv: list[str] | None = None) -> int:
         "--plugin",
         action="append",
         default=[],
-        metavar="MODULE",
-        help="import MODULE first (it may call agents.register_agent); repeatable",
+        metavar="MODULE|FILE.py",
+        help="import MODULE, or the Python file FILE.py, first (it may call "
+        "agents.register_agent); repeatable",
+    )
+    parser.add_argument(
+        "--portable",
+        action="store_true",
+        help="run under the portable numeric mode: the same games on every x86-64 CPU with AVX2 "
+        "(zhuoji_env.machine.portable_settings)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.portable:
+        portable_or_restart(parser, "--portable", "agents.arena", argv)
     check_counts(parser, args, "deals", "workers", "chunk")
     if args.seed < 0:
         parser.error(f"--seed must be a non-negative integer, got {args.seed}")

@@ -23,21 +23,34 @@ margin) and a chi-square of them, large when the agents are not transitive.
 A **protocol** fixes everything but the agents, so two papers' numbers compare:
 ``--protocol zhuoji-bench-v1`` (:data:`PROTOCOLS`) is 4 players, 2,000 deals per pair of seed
 4001, every seating (``permute``), bootstrap of 2,000 resamples, ``random`` at 0, with random,
-greedy, rule and the preset's shipped policy always in the field. A new agent joins with
-``--plugin MODULE --agents mine`` (the module registers ``mine`` with
-:func:`agents.register_agent`); ``--reuse LADDER.json`` takes the pairs of a published ladder
-that were played under the same protocol by the same agents (the network each plays, a
+greedy, rule and the preset's shipped policy always in the field, played under the portable
+numeric mode (:func:`zhuoji_env.machine.portable_settings`: the same games on every x86-64 CPU
+with AVX2; ``--portable`` asks for it without a protocol).
+
+**Joining a published ladder.** A new agent joins with ``--plugin MODULE|FILE.py --agents mine
+--reuse LADDER.json`` (the plugin registers ``mine`` with :func:`agents.register_agent`).
+Every agent of the reused ladder is rated again, none left out; its pairs are reused where
+they were played under the same protocol by the same agents (the network each plays, a
 shipped policy's, a checkpoint's or a search agent's BASE's, must have the same sha256:
-:func:`fingerprint`) instead of playing them again. ``--versus A,B`` plays only the
-pairs with A or B in them (the reused pairs are fitted all the same): an expensive agent can be
-rated from some of its pairs, as long as they connect it to ``random``. ``--device cuda`` runs
-the policy networks on a GPU (:func:`agents.registry.on_device`), under the same labels.
+:func:`fingerprint`), pairs it did not play are not played, and its ratings and intervals are
+**held** as it publishes them: the fit is done in stages (:func:`fit_ladder`), the reused
+agents' from their own pairs, which reproduces the published numbers (checked, then taken as
+written), and the new agents' from their pairs with the published ratings held. A full refit of
+all pairs together is shown beside them, and ``--refit`` makes it the table's ratings instead,
+saying how far the published ones moved. ``--quick DEALS`` is the trial route: the joining
+agents play DEALS deals a pair, and the table and JSON say the result is not comparable with
+the published ratings (such a JSON is refused by ``--reuse``). ``--versus A,B`` plays only the
+pairs with A or B in them (the reused pairs are fitted all the same): an expensive agent can
+be rated from some of its pairs, as long as they connect it to the rated ones.
+``--device cuda`` runs the policy networks on a GPU (:func:`agents.registry.on_device`),
+under the same labels.
 
 Output: the table in Markdown on stdout, ``--json FILE`` (format ``zhuoji-ladder-1``, with the
-versions it was played under, :func:`zhuoji_env.versions.stamp`, and every pair's per-deal score
-sums so that a later run can reuse them; ``--reuse`` refuses a file of another environment
-version, and takes one without ``versions`` as one of this version) and ``--markdown FILE``;
-neither is written over an existing file without ``--force``.
+versions it was played under, :func:`zhuoji_env.versions.stamp`, every pair's per-deal score sums
+so that a later run can reuse them, each agent's fit stage, and, after ``--reuse``, what was held,
+reused, played and left out; ``--reuse`` refuses a file of another environment version, and takes
+one without ``versions`` as one of this version) and ``--markdown FILE``; neither is written over
+an existing file without ``--force``.
 """
 
 from __future__ import annotations
@@ -67,6 +80,7 @@ from agents.arena import (
     import_plugins,
     integer_at_least,
     mean_ci,
+    portable_or_restart,
     run_arena,
     standard_json,
     unwritable,
@@ -74,8 +88,9 @@ from agents.arena import (
 from agents.base import DEVICES
 from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_specs
 from zhuoji_env.commands import prog
-from zhuoji_env.engine.game import is_integer
+from zhuoji_env.engine.game import is_integer, is_real
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.machine import is_portable
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.versions import ENVIRONMENT, check_stamp, stamp
 
@@ -128,19 +143,30 @@ def fit_ratings(
     variances: np.ndarray,
     num_agents: int,
     anchor: int,
+    known: dict[int, float] | None = None,
 ) -> np.ndarray:
-    """Ratings ``[A]`` with ``ratings[anchor] == 0`` minimising
-    ``sum_p (margins[p] - (r[a_p] - r[b_p]))**2 / variances[p]``.
+    """Ratings ``[A]`` with ``ratings[anchor] == 0`` and ``ratings[k] == known[k]`` (held),
+    the others minimising ``sum_p (margins[p] - (r[a_p] - r[b_p]))**2 / variances[p]``.
 
-    The pairs must connect every agent to the anchor (else the ratings are not determined)."""
+    The pairs must connect every other agent to the anchor or to a held agent (else the
+    ratings are not determined)."""
     x = design(pairs, num_agents)
-    keep = [a for a in range(num_agents) if a != anchor]
+    fixed = {anchor: 0.0, **(known or {})}
+    free = [a for a in range(num_agents) if a not in fixed]
     w = 1.0 / np.sqrt(np.maximum(np.asarray(variances, dtype=np.float64), 1e-12))
-    sol, _, rank, _ = np.linalg.lstsq(x[:, keep] * w[:, None], np.asarray(margins) * w, rcond=None)
-    if rank < len(keep):
-        raise ValueError("the pairs do not connect every agent to the anchor")
+    target = np.asarray(margins, dtype=np.float64)
+    if known:  # the held agents' part of each margin is known
+        target = target - x[:, list(fixed)] @ np.array(list(fixed.values()))
+    sol, _, rank, _ = np.linalg.lstsq(x[:, free] * w[:, None], target * w, rcond=None)
+    if rank < len(free):
+        raise ValueError(
+            "the pairs do not connect every agent to the anchor (or to an agent whose rating "
+            "is held)"
+        )
     out = np.zeros(num_agents)
-    out[keep] = sol
+    out[free] = sol
+    for k, rating in fixed.items():
+        out[k] = rating
     return out
 
 
@@ -310,6 +336,7 @@ class Ladder:
     ratings: np.ndarray  # float [A]
     ci95: np.ndarray  # float [A, 2]: bootstrap percentiles
     bootstrap: int
+    stages: list[int]  # per agent: the stage it was fitted in (fit_ladder)
 
     def predicted(self, a: str, b: str) -> float:
         return float(self.ratings[self.labels.index(a)] - self.ratings[self.labels.index(b)])
@@ -329,27 +356,49 @@ class Ladder:
     def order(self) -> list[int]:
         return sorted(range(len(self.labels)), key=lambda i: -self.ratings[i])
 
-    def markdown(self, title: str = "", unit: str = "points per hand") -> str:
+    def markdown(
+        self,
+        title: str = "",
+        unit: str = "points per hand",
+        rated: Sequence[str] | None = None,
+        compare: tuple[str, dict[str, float]] | None = None,
+        notes: Sequence[str] = (),
+    ) -> str:
         """The ratings, then every pair's own margin (row minus column): one number per agent
-        can be a poor summary (the chi-square says how poor), so the pairs are shown too."""
+        can be a poor summary (the chi-square says how poor), so the pairs are shown too.
+        ``rated``: per agent, where its rating comes from (a column); ``compare``: a column's
+        heading and other ratings by label (a reused ladder's as published, or a full refit);
+        ``notes``: paragraphs after the ratings."""
         lines = [f"#### {title}", ""] if title else []
-        lines += [
-            f"| rank | agent | rating ({unit}, {self.anchor} = 0) | 95% interval |",
-            "|---:|---|---:|---|",
-        ]
+        head = f"| rank | agent | rating ({unit}, {self.anchor} = 0) | 95% interval |"
+        rule = "|---:|---|---:|---|"
+        if rated is not None:
+            head, rule = head + " rated |", rule + "---|"
+        if compare is not None:
+            head, rule = head + f" {compare[0]} |", rule + "---:|"
+        lines += [head, rule]
         for rank, i in enumerate(self.order(), 1):
             lo, hi = self.ci95[i]
             ci = f"[{lo:+.2f}, {hi:+.2f}]" if self.bootstrap else "n/a (no bootstrap)"
-            lines.append(f"| {rank} | `{self.labels[i]}` | {self.ratings[i]:+.2f} | {ci} |")
+            row = f"| {rank} | `{self.labels[i]}` | {self.ratings[i]:+.2f} | {ci} |"
+            if rated is not None:
+                row += f" {rated[i]} |"
+            if compare is not None:
+                other = compare[1].get(self.labels[i])
+                row += f" {other:+.2f} |" if other is not None else " |"
+            lines.append(row)
         chi2, dof = self.chi2()
         worst = max(zip(self.residuals(), self.pairs, strict=True), key=lambda t: abs(t[0]))
+        sizes = sorted({p.score_a.size for p in self.pairs}, reverse=True)
         lines += [
             "",
-            f"{len(self.pairs)} pairs x {self.pairs[0].score_a.size} deals; fit chi-square "
+            f"{len(self.pairs)} pairs x {' or '.join(map(str, sizes))} deals; fit chi-square "
             f"{chi2:.1f} on {dof} degrees of freedom; largest residual {worst[0]:+.2f} "
             f"(`{worst[1].a}` - `{worst[1].b}`).",
             "",
         ]
+        for note in notes:
+            lines += [note, ""]
         margin = {}
         for p in self.pairs:
             m, lo, hi = mean_ci(p.per_deal())
@@ -373,9 +422,21 @@ def fit_ladder(
     anchor: str = ANCHOR,
     bootstrap: int = 2000,
     seed: int = 0,
+    stages: Sequence[int] | None = None,
 ) -> Ladder:
-    """Fit the ratings and their bootstrap intervals (module docstring). Pairs of different
-    numbers of deals are resampled each on its own; pairs of the same deals, together.
+    """Fit the ratings and their bootstrap intervals (module docstring).
+
+    ``stages`` (one integer >= 0 per label; None: all 0) fits in turns: the agents of the
+    lowest stage from the pairs among them, then each later stage's agents from their pairs
+    with agents of their own or earlier stages, the earlier ratings held. An agent that joins a
+    published ladder is so placed beside it without moving it (``--reuse``); every resample of
+    the bootstrap fits the stages in turn too, so a joining agent's interval carries the
+    published ratings' uncertainty.
+
+    The resamples draw the deals of every pair of the same number of deals together (they are
+    the same deals); the pairs of the number of deals that comes first draw from
+    ``default_rng(seed)``, others each from their own stream, so that adding pairs of another
+    number (``--quick``) leaves the first ones' resamples as they were.
 
     ``labels``: distinct non-empty strings; ``specs``: one string per label; every pair
     (:meth:`PairResult.check`) between two of the labels; ``bootstrap`` and ``seed``
@@ -402,33 +463,75 @@ def fit_ladder(
         unknown = [x for x in (p.a, p.b) if x not in labels]
         if unknown:
             raise ValueError(f"pair {p.a} - {p.b}: {unknown[0]!r} is not among the agents {labels}")
+    stage = check_stages(stages, labels, anchor)
     idx = [(labels.index(p.a), labels.index(p.b)) for p in pairs]
     per_deal = [p.per_deal() for p in pairs]
     if any(d.size < 2 for d in per_deal):
         raise ValueError("every pair needs at least 2 deals (the fit weighs pairs by variance)")
+    turns = []  # per stage: its pairs, the agents fitted, and the pairs' agents renumbered
+    for level in sorted(set(stage)):
+        rows = [k for k, (a, b) in enumerate(idx) if max(stage[a], stage[b]) == level]
+        agents = [a for a in range(len(labels)) if stage[a] <= level]
+        local = [(agents.index(a), agents.index(b)) for a, b in (idx[k] for k in rows)]
+        if not rows:
+            raise ValueError(f"no pair rates the agents of stage {level}")
+        turns.append((level, rows, agents, local))
+    # pairs grouped by their number of deals, in the order each number first comes
+    groups = {d.size: [] for d in per_deal}
+    for k, d in enumerate(per_deal):
+        groups[d.size].append(k)
+    blocks = {n: np.stack([per_deal[k] for k in rows]) for n, rows in groups.items()}
 
-    def fit(rows: list[np.ndarray]) -> np.ndarray:
-        means = np.array([d.mean() for d in rows])
-        var = np.array([d.var(ddof=1) / d.size for d in rows])
-        return fit_ratings(idx, means, var, len(labels), labels.index(anchor))
+    def fit(means: np.ndarray, var: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(labels))
+        for level, rows, agents, local in turns:
+            held = {i: out[a] for i, a in enumerate(agents) if stage[a] < level}
+            sol = fit_ratings(
+                local, means[rows], var[rows], len(agents), agents.index(labels.index(anchor)),
+                held,
+            )  # fmt: skip
+            out[agents] = sol
+        return out
 
-    ratings = fit(per_deal)
-    rng = np.random.default_rng(seed)
+    def moments(draws: dict[int, np.ndarray | None]) -> tuple[np.ndarray, np.ndarray]:
+        means, var = np.empty(len(pairs)), np.empty(len(pairs))
+        for n, rows in groups.items():
+            # take: C order, so each row is summed pairwise as one pair's deals alone would be
+            x = blocks[n] if draws[n] is None else np.take(blocks[n], draws[n], axis=1)
+            means[rows] = x.mean(axis=1)
+            var[rows] = x.var(axis=1, ddof=1) / n
+        return means, var
+
+    ratings = fit(*moments(dict.fromkeys(groups)))
+    streams = {
+        n: np.random.default_rng(seed if k == 0 else [seed, n]) for k, n in enumerate(groups)
+    }
     boots = np.empty((bootstrap, len(labels)))
     for k in range(bootstrap):
-        draws: dict[int, np.ndarray] = {}
-        rows = []
-        for d in per_deal:
-            if d.size not in draws:
-                draws[d.size] = rng.integers(0, d.size, d.size)
-            rows.append(d[draws[d.size]])
-        boots[k] = fit(rows)
+        boots[k] = fit(*moments({n: rng.integers(0, n, n) for n, rng in streams.items()}))
     ci = (
         np.percentile(boots, [2.5, 97.5], axis=0).T
         if bootstrap
         else np.full((len(labels), 2), np.nan)
     )
-    return Ladder(labels, list(specs), list(pairs), anchor, ratings, ci, bootstrap)
+    return Ladder(labels, list(specs), list(pairs), anchor, ratings, ci, bootstrap, stage)
+
+
+def check_stages(stages, labels: Sequence[str], anchor: str) -> list[int]:
+    """``stages`` as a list of one integer >= 0 per label (None: all 0), the anchor's the
+    lowest."""
+    if stages is None:
+        return [0] * len(labels)
+    if isinstance(stages, str) or not isinstance(stages, (list, tuple)):
+        raise TypeError(
+            f"stages must be a list or tuple of integers, one per label, got {stages!r}"
+        )
+    if len(stages) != len(labels):
+        raise ValueError(f"{len(stages)} stages for {len(labels)} labels: give one per label")
+    out = [integer_at_least(f"stages[{i}]", x, 0) for i, x in enumerate(stages)]
+    if out[labels.index(anchor)] != min(out):
+        raise ValueError(f"the anchor {anchor!r} must be of the first stage, {min(out)}")
+    return out
 
 
 # --------------------------------------------------------------------------- playing
@@ -512,12 +615,15 @@ def play_pairs(
     versus: Sequence[str] | None = None,
     device: str | None = None,
     chunk_games: int = 4096,
+    unpaired: set[frozenset[str]] = frozenset(),
 ) -> list[PairResult]:
     """Every pair's arena (or its reused result), in the order of the agents; with ``versus``
     (a list of specs among ``specs``), a pair that is not reused is played only if one of its
-    agents is among them. ``specs``: strings; ``labels``: one distinct string per spec. Every
-    agent of a pair to be played is built before the first is played, so that a bad spec is
-    an error before any game, not after the pairs that came before its own."""
+    agents is among them, and a pair in ``unpaired`` (sets of two specs: those a reused ladder
+    rated without pairing them) is not played. ``specs``: strings; ``labels``: one distinct
+    string per spec. Every agent of a pair to be played is built before the first is played,
+    so that a bad spec is an error before any game, not after the pairs that came before its
+    own."""
     specs = check_agents(specs, "specs")
     for i, spec in enumerate(specs):
         if not isinstance(spec, str):
@@ -530,14 +636,26 @@ def play_pairs(
     left_out = {
         (i, j) for i, j in pairs if versus is not None and not {specs[i], specs[j]} & set(versus)
     }
-    played = [(i, j) for i, j in pairs if reused[i, j] is None and (i, j) not in left_out]
+    alone = {(i, j) for i, j in pairs if frozenset((specs[i], specs[j])) in unpaired}
+    alone -= {k for k, v in reused.items() if v is not None}
+    played = [
+        (i, j)
+        for i, j in pairs
+        if reused[i, j] is None and (i, j) not in left_out and (i, j) not in alone
+    ]
     for k in sorted({k for pair in played for k in pair}):  # a bad spec fails before any game
         make_agent(specs[k], seed=0, rules=rules)
+    if alone:
+        log(
+            f"{len(alone)} pairs not played: a reused ladder rated both agents without pairing them"
+        )
     out = []
     for i, j in pairs:
         if reused[i, j] is not None:
             out.append(dataclasses.replace(reused[i, j], a=labels[i], b=labels[j], reused=True))
             log(f"{labels[i]} - {labels[j]}: reused")
+            continue
+        if (i, j) in alone:
             continue
         if (i, j) in left_out:
             log(f"{labels[i]} - {labels[j]}: not played (neither is in --versus)")
@@ -572,11 +690,71 @@ def play_pairs(
     return out
 
 
-def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
-    """The pairs of a ladder JSON played under the same rules, deals, seed and seating, by
-    agents whose fingerprints still match: ``{(spec_a, spec_b): PairResult}``."""
+HOLD_TOLERANCE = 1e-9
+"""How far the refit of a reused ladder's pairs may fall from the ratings and interval ends it
+records for them to be held (the same fit differs by about 1e-14 between machines' BLAS)."""
+
+
+@dataclass
+class LadderFile:
+    """A ladder JSON as ``--reuse`` reads it (:func:`read_ladder`)."""
+
+    path: str
+    sha256: str  # of the file's bytes
+    agents: list[dict[str, Any]]  # its agents' objects, as it lists them
+    pairs: dict[tuple[str, str], PairResult]  # by the specs of its two agents, both orders
+    played: set[frozenset[str]]  # the specs of every pair it holds (reusable or not)
+    stale: list[tuple[str, str | None, str | None]]  # (label, sha256 recorded, now): changed
+    bootstrap: Any  # its fit's resamples, as written
+
+    @property
+    def specs(self) -> list[str]:
+        return [row["spec"] for row in self.agents]
+
+    def unpaired(self) -> set[frozenset[str]]:
+        """The pairs of its agents it holds no result for: it rated them without pairing them."""
+        return {frozenset(x) for x in itertools.combinations(self.specs, 2)} - self.played
+
+    def stage(self, spec: str) -> int:
+        """The stage of its agent ``spec`` (0 where it records none: a ladder fitted at once)."""
+        row = self.agents[self.specs.index(spec)]
+        stage = row.get("stage", 0)
+        if type(stage) is not int or stage < 0:
+            raise ValueError(
+                f"--reuse {self.path!r}: agent {row['label']!r} has stage {stage!r}, not an "
+                "integer >= 0"
+            )
+        return stage
+
+    def recorded(self, spec: str) -> tuple[float, list[float]]:
+        """The rating and 95% interval it records for its agent ``spec`` (an interval of
+        nulls, a fit without bootstrap, is NaN)."""
+        row = self.agents[self.specs.index(spec)]
+        rating, ci = row.get("rating"), row.get("ci95")
+        if not is_real(rating) or not math.isfinite(rating):
+            raise ValueError(
+                f"--reuse {self.path!r}: agent {row['label']!r} has rating {rating!r}, not a number"
+            )
+        if (
+            not isinstance(ci, list)
+            or len(ci) != 2
+            or not all(x is None or (is_real(x) and math.isfinite(x)) for x in ci)
+        ):
+            raise ValueError(
+                f"--reuse {self.path!r}: agent {row['label']!r} has ci95 {ci!r}, not two "
+                "numbers (or nulls)"
+            )
+        return float(rating), [math.nan if x is None else float(x) for x in ci]
+
+
+def read_ladder(path: str, rules: Rules, deals: int, seed: int, seating: str) -> LadderFile:
+    """A ladder JSON played under the same rules, deals, seed and seating; malformed files,
+    another setting and trial ladders (``--quick``) are refused, naming the file. A pair is
+    reusable while the network each of its agents plays has the sha256 the file records
+    (:func:`fingerprint`); the others are listed in ``stale``."""
     try:  # a file nested too deep for the parser is not a ladder either
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = Path(path).read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as exc:
         raise ValueError(f"--reuse {path!r}: cannot read it as JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -589,6 +767,12 @@ def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
                 f"{made['environment']} (zhuoji-env {made['zhuoji_env']}), this ladder plays "
                 f"{ENVIRONMENT}: the games differ, so its margins cannot be reused"
             )
+    if data.get("trial") is not None:
+        raise ValueError(
+            f"--reuse {path!r}: a trial ladder (--quick): its joining agents played "
+            f"{data['trial'].get('deals') if isinstance(data['trial'], dict) else '?'} deals a "
+            "pair, not the ladder's; play them without --quick to reuse their pairs"
+        )
     same = {
         "rules": {"preset": rules.preset, "overrides": rules.overrides},
         "deals": deals,
@@ -604,7 +788,13 @@ def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
     rows = data.get("pairs", [])
     if not isinstance(rows, list):
         raise ValueError(f"--reuse {path!r}: its pairs must be a list, got {type(rows).__name__}")
-    out = {}
+    stale = [
+        (row["label"], row.get("sha256"), now)
+        for row in agents.values()
+        if (now := fingerprint(row["spec"])) != row.get("sha256")
+    ]
+    changed = {label for label, *_ in stale}
+    out, played = {}, set()
     for k, row in enumerate(rows):
         if not isinstance(row, dict):
             raise ValueError(
@@ -622,16 +812,33 @@ def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
                 f"--reuse {path!r}: pair {pair.a} - {pair.b} has {pair.score_a.size} per-deal "
                 f"sums, but the file says deals: {deals}"
             )
-        if any(fingerprint(x["spec"]) != x.get("sha256") for x in (a, b)):
-            continue  # a shipped policy changed since: play the pair again
+        played.add(frozenset((a["spec"], b["spec"])))
+        if {a["label"], b["label"]} & changed:
+            continue  # a shipped policy changed since: the pair is not of the agent played now
         out[(a["spec"], b["spec"])] = pair
         out[(b["spec"], a["spec"])] = pair.swapped()
-    return out
+    fit = data.get("fit")
+    return LadderFile(
+        path,
+        hashlib.sha256(raw).hexdigest(),
+        list(agents.values()),
+        out,
+        played,
+        stale,
+        fit.get("bootstrap") if isinstance(fit, dict) else None,
+    )
+
+
+def reusable(path: str, rules: Rules, deals: int, seed: int, seating: str):
+    """The pairs of a ladder JSON played under the same rules, deals, seed and seating, by
+    agents whose fingerprints still match: ``{(spec_a, spec_b): PairResult}``
+    (:func:`read_ladder`)."""
+    return read_ladder(path, rules, deals, seed, seating).pairs
 
 
 def _file_agents(path: str, rows) -> dict[str, dict[str, Any]]:
     """A ladder file's agents by label: each an object with a non-empty ``label`` and
-    ``spec`` and a ``sha256`` string or null, no label twice."""
+    ``spec`` and a ``sha256`` string or null, no label or spec twice."""
     if not isinstance(rows, list):
         raise ValueError(f"--reuse {path!r}: its agents must be a list, got {type(rows).__name__}")
     agents: dict[str, dict[str, Any]] = {}
@@ -646,8 +853,200 @@ def _file_agents(path: str, rows) -> dict[str, dict[str, Any]]:
             )
         if row["label"] in agents:
             raise ValueError(f"--reuse {path!r}: agent {row['label']!r} is listed twice")
+        if any(row["spec"] == other["spec"] for other in agents.values()):
+            raise ValueError(f"--reuse {path!r}: spec {row['spec']!r} is listed twice")
         agents[row["label"]] = row
     return agents
+
+
+def ladder_agents(files: Sequence[LadderFile], specs: Sequence[str]) -> tuple[list, list]:
+    """The labels and specs a ladder rates: every agent of the reused ladders first, as they
+    list them (none is left out), then the other ``specs`` (labelled by their specs)."""
+    labels: list[str] = []
+    out: list[str] = []
+    for table in files:
+        for row in table.agents:
+            if row["spec"] in out:
+                if labels[out.index(row["spec"])] != row["label"]:
+                    raise ValueError(
+                        f"--reuse {table.path!r}: it labels {row['spec']!r} {row['label']!r}, "
+                        f"another --reuse file {labels[out.index(row['spec'])]!r}"
+                    )
+                continue
+            if row["label"] in labels:
+                raise ValueError(
+                    f"--reuse {table.path!r}: its label {row['label']!r} names "
+                    f"{row['spec']!r}, in another --reuse file {out[labels.index(row['label'])]!r}"
+                )
+            labels.append(row["label"])
+            out.append(row["spec"])
+    for spec in specs:
+        if spec not in out:
+            if spec in labels:
+                raise ValueError(
+                    f"{spec!r} is the label of {out[labels.index(spec)]!r} in a --reuse file"
+                )
+            labels.append(spec)
+            out.append(spec)
+    return labels, out
+
+
+def check_joinable(table: LadderFile, files: int, bootstrap: int) -> None:
+    """``ValueError`` unless the ratings of ``table`` can be held as it publishes them: it is
+    the only ladder reused, every network it rated is the one played now, and its intervals
+    come from as many resamples as this ladder's."""
+    if files != 1:
+        raise ValueError(
+            f"--reuse: {files} files; a ladder joins one published ladder at a time, holding "
+            "its ratings (--refit fits the pairs of several together instead)"
+        )
+    if table.stale:
+        label, was, now = table.stale[0]
+        raise ValueError(
+            f"--reuse {table.path!r}: the network {label!r} plays has changed since it was "
+            f"rated (sha256 {was} there, {now} here): its published pairs and rating are not of "
+            "the agent played now (--refit plays its pairs again and refits every pair)"
+        )
+    if table.bootstrap != bootstrap:
+        raise ValueError(
+            f"--reuse {table.path!r}: its intervals come from {table.bootstrap!r} bootstrap "
+            f"resamples, this ladder's from {bootstrap}; give --bootstrap {table.bootstrap} to "
+            "hold them as published"
+        )
+
+
+def hold_published(ladder: Ladder, table: LadderFile) -> None:
+    """Give the agents of ``table`` the ratings and intervals it records, to the last bit,
+    after checking that this fit gives them (within :data:`HOLD_TOLERANCE`): a file whose
+    numbers the fit does not reproduce (edited, or fitted otherwise) is refused, not held."""
+    for row in table.agents:
+        i = ladder.labels.index(row["label"])
+        rating, ci = table.recorded(row["spec"])
+        got = [float(ladder.ratings[i]), *map(float, ladder.ci95[i])]
+        for what, g, w in zip(("rating", "95% low", "95% high"), got, [rating, *ci], strict=True):
+            same = abs(g - w) <= HOLD_TOLERANCE or (math.isnan(g) and math.isnan(w))
+            if not same:
+                raise ValueError(
+                    f"--reuse {table.path!r}: refitting its pairs gives {row['label']!r} a {what} "
+                    f"of {g:+.6f}, where it records {w:+.6f}: its ratings cannot be held as "
+                    "published (--refit fits every pair anew instead)"
+                )
+        ladder.ratings[i] = rating
+        ladder.ci95[i] = ci
+
+
+def file_fit(table: LadderFile, bootstrap: int) -> Ladder:
+    """The fit of a reused ladder's own pairs, stage by stage as it records them."""
+    labels = [row["label"] for row in table.agents]
+    pairs = [table.pairs[k] for k in itertools.combinations(table.specs, 2) if k in table.pairs]
+    stages = [table.stage(spec) for spec in table.specs]
+    return fit_ladder(labels, table.specs, pairs, ANCHOR, bootstrap, stages=stages)
+
+
+def pair_list(pairs: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"`{a}` - `{b}`" for a, b in pairs) or "none"
+
+
+def reuse_report(
+    ladder: Ladder,
+    files: Sequence[LadderFile],
+    held: bool,
+    other: dict[str, float],
+    new: Sequence[str],
+    trial: int | None,
+    seed: int,
+) -> tuple[list[str], tuple[str, dict[str, float]], list[str], dict[str, Any]]:
+    """What a ladder that reused ``files`` says beside its ratings: per agent where its rating
+    comes from, a comparison column (``other``: the full refit where the reused ratings are
+    ``held``, else the ratings as published), the paragraphs that say what was held, moved,
+    reused, played and left out, and the same for its JSON. ``new``: the specs of the agents
+    no reused ladder rated; ``trial``: the deals a pair of ``--quick``."""
+    labels = ladder.labels
+    rating = dict(zip(labels, map(float, ladder.ratings), strict=True))
+    kept = [x for x in labels if any(x == row["label"] for t in files for row in t.agents)]
+    joining = [labels[ladder.specs.index(s)] for s in new]
+    reused = [(p.a, p.b) for p in ladder.pairs if p.reused]
+    played = [(p.a, p.b) for p in ladder.pairs if not p.reused]
+    done = {frozenset(x) for x in reused + played}
+    missing = [
+        (a, b)
+        for a, b in itertools.combinations(labels, 2)
+        if frozenset((a, b)) not in done and {a, b} & set(joining)
+    ]
+    names = ", ".join(f"`{t.path}`" for t in files)
+    who = ", ".join(f"`{x}`" for x in joining)
+    moves = sorted((x for x in kept if x in other), key=lambda x: -abs(other[x] - rating[x]))
+
+    def changes(before: dict[str, float], after: dict[str, float]) -> str:
+        top = max((abs(after[x] - before[x]) for x in moves), default=0.0)
+        listed = ", ".join(f"`{x}` {before[x]:+.2f} -> {after[x]:+.2f}" for x in moves[:3])
+        return f"by up to {top:.2f} ({listed})"
+
+    if held:
+        rated = [
+            "placed here" + (f", {trial:,}-deal trial" if trial else "")
+            if x in joining
+            else "published"
+            if ladder.stages[i] == 0
+            else f"held (joined at stage {ladder.stages[i]})"
+            for i, x in enumerate(labels)
+        ]
+        column = ("full refit", other)
+        notes = [
+            f"The {len(kept)} agents of {names} keep the ratings and intervals it publishes "
+            f"(refit here from its pairs to within {HOLD_TOLERANCE:g}, then taken as written)"
+            + (
+                f"; {who} placed beside them by {'its' if len(joining) == 1 else 'their'} own "
+                "pairs, the published ratings held, so that none of them moves."
+                if joining
+                else "; no agent joins them."
+            )
+        ]
+        if moves:
+            notes.append(
+                f"A full refit of all {len(ladder.pairs)} pairs together (last column) would move "
+                f"the published ratings {changes(rating, other)}; it is shown for comparison, "
+                "not as this table's ratings."
+            )
+    else:
+        rated = ["refit" if x in kept else "fitted here" for x in labels]
+        column = ("as published", other)
+        notes = [
+            f"All {len(ladder.pairs)} pairs fitted together: the ratings {names} publishes "
+            f"(last column) move {changes(other, rating)}."
+        ]
+    each = " or ".join(
+        f"{n:,}" for n in sorted({p.score_a.size for p in ladder.pairs if not p.reused})
+    )
+    notes.append(
+        f"Reused from {names}: {len(reused)} pairs. Played here: {pair_list(played)}"
+        + (f" ({each} deals a pair)" if played else "")
+        + f". Not played: {pair_list(missing)}."
+    )
+    if trial:
+        notes.insert(
+            0,
+            f"**A trial, not comparable with the published ratings**: {who} played {trial:,} "
+            f"deals a pair (deals 0 to {trial - 1:,} of seed {seed}), the published pairs "
+            f"{max(p.score_a.size for p in ladder.pairs):,}: a quick estimate of where "
+            f"{'it' if len(joining) == 1 else 'they'} would stand, with a wider interval; its "
+            "JSON cannot be reused.",
+        )
+    record = {
+        "reuse": {
+            "files": [{"path": t.path, "sha256": t.sha256} for t in files],
+            "held": held,
+            "reused": [list(x) for x in reused],
+            "played": [list(x) for x in played],
+            "not_played": [list(x) for x in missing],
+        },
+        "compare": {
+            "ratings": "full refit of every pair" if held else "as published",
+            "agents": {x: other[x] for x in labels if x in other},
+        },
+        **({"trial": {"deals": trial}} if trial else {}),
+    }
+    return rated, column, notes, record
 
 
 def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra):
@@ -669,7 +1068,8 @@ def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: st
             "seating": seating,
             "anchor": {"agent": ladder.anchor, "rating": 0.0},
             "fit": {
-                "method": "weighted least squares of paired margins; bootstrap over deals",
+                "method": "weighted least squares of paired margins; bootstrap over deals"
+                + ("; stage by stage, earlier stages held" if max(ladder.stages) else ""),
                 "bootstrap": ladder.bootstrap,
                 "chi2": chi2,
                 "dof": dof,
@@ -682,6 +1082,7 @@ def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: st
                     "rank": rank,
                     "rating": float(ladder.ratings[i]),
                     "ci95": [float(x) for x in ladder.ci95[i]],
+                    "stage": ladder.stages[i],
                 }
                 for rank, i in enumerate(ladder.order(), 1)
             ],
@@ -715,7 +1116,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="the arena seed (default 0)")
     parser.add_argument("--seating", choices=("permute", "rotate"), help="default permute")
     parser.add_argument("--bootstrap", type=int, help="bootstrap resamples (default 2000)")
-    parser.add_argument("--reuse", action="append", default=[], metavar="LADDER.json")
+    parser.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="LADDER.json",
+        help="join this ladder: its pairs are reused and its ratings held as published, the "
+        "other agents placed beside them ({preset} in it names the preset)",
+    )
+    parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="with --reuse: fit every pair together (the reused ratings move, and the table "
+        "says by how much) instead of holding them",
+    )
+    parser.add_argument(
+        "--quick",
+        type=int,
+        metavar="DEALS",
+        help="a trial: the agents joining a --reuse ladder play DEALS deals a pair, and the "
+        "result is marked as not comparable with the ladder's ratings",
+    )
+    parser.add_argument(
+        "--portable",
+        action="store_true",
+        help="run under the portable numeric mode (always, with --protocol): the same games on "
+        "every x86-64 CPU with AVX2 (zhuoji_env.machine.portable_settings)",
+    )
     parser.add_argument("--json", metavar="FILE", help="{preset} in FILE names the preset")
     parser.add_argument("--markdown", metavar="FILE", help="{preset} in FILE names the preset")
     parser.add_argument("--force", action="store_true", help="replace existing output files")
@@ -737,7 +1164,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the policy networks on this device (auto: CUDA when torch sees it); the "
         "labels stay the specs",
     )
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE|FILE.py",
+        help="import MODULE, or the Python file FILE.py, first (it may register agents)",
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     proto = PROTOCOLS.get(args.protocol) if args.protocol else None
@@ -768,6 +1201,19 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if value < low:
             parser.error(f"{flag} must be >= {low}{why}, got {value}")
+    if args.refit and not args.reuse:
+        parser.error("--refit refits the pairs of a --reuse ladder with the new ones: give one")
+    if args.quick is not None:
+        if not args.reuse or args.refit:
+            parser.error(
+                "--quick tries agents against a published ladder: give it with --reuse FILE "
+                "(and without --refit)"
+            )
+        if not 2 <= args.quick < deals:
+            parser.error(
+                f"--quick must be >= 2 and below the ladder's {deals} deals a pair, got "
+                f"{args.quick} (for {deals} deals, leave --quick out)"
+            )
     for flag, value in (("--json", args.json), ("--markdown", args.markdown)):
         if value and len(presets) > 1 and "{preset}" not in value:
             parser.error(f"{flag} {value!r}: put {{preset}} in it, one file per preset")
@@ -778,6 +1224,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"{flag} {str(path)!r}: {problem}")
             if path.exists() and not args.force:
                 parser.error(f"{flag} {str(path)!r} exists: another name, or --force")
+    if args.portable or proto:
+        flag = "--portable" if args.portable else f"--protocol {args.protocol}"
+        portable_or_restart(parser, flag, "agents.ladder", argv)
     import_plugins(parser, args.plugin)
     try:
         check_device(args.device)
@@ -791,36 +1240,66 @@ def main(argv: list[str] | None = None) -> int:
             f"--agents {args.agents!r}: {', '.join(map(repr, repeated))} given more than once; a "
             "ladder rates each agent once (the arena plays a repeated spec as spec#1, spec#2)"
         )
-    if not proto and len(given_specs) < 2:
+    if not proto and not args.reuse and len(given_specs) < 2:
         parser.error("--agents needs at least two specs (or a --protocol, whose field is rated)")
     for preset in presets:
         field = [f.format(preset=preset) for f in proto.field] if proto else []
-        specs = field + [s for s in given_specs if s not in field]
-        if ANCHOR not in specs:
-            parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
         try:
-            check_versus(versus or [], specs, args.versus)
             rules = Rules.make(preset, **parse_switches(args.set))
             if proto and rules.num_players != proto.num_players:
                 raise ValueError(f"the protocol seats {proto.num_players} players")
-            reuse: dict = {}
-            for path in args.reuse:
-                reuse |= reusable(path.replace("{preset}", preset), rules, deals, seed, seating)
+            files = [
+                read_ladder(path.replace("{preset}", preset), rules, deals, seed, seating)
+                for path in args.reuse
+            ]
+            held = bool(files) and not args.refit
+            if held:  # before any game: a ladder whose ratings cannot be held is refused
+                check_joinable(files[0], len(files), boot)
+                hold_published(file_fit(files[0], boot), files[0])
+            labels, specs = ladder_agents(files, field + given_specs)
+            if ANCHOR not in specs:
+                raise ValueError(
+                    f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0"
+                )
+            check_versus(versus or [], specs, args.versus)
+            new = [s for s in specs if not any(s in t.specs for t in files)]
             start = time.perf_counter()
             pairs = play_pairs(
-                specs, specs, rules, deals, seed, seating, args.workers, reuse,
+                specs, labels, rules, args.quick or deals, seed, seating, args.workers,
+                {k: v for t in files for k, v in t.pairs.items()},
                 progress=not args.no_progress, log=lambda m: print(m, file=sys.stderr),
                 versus=versus, device=args.device, chunk_games=args.chunk,
+                unpaired=set().union(*(t.unpaired() for t in files)),
             )  # fmt: skip
-            ladder = fit_ladder(specs, specs, pairs, ANCHOR, boot)
+            top = max((files[0].stage(s) for s in files[0].specs), default=0) if held else 0
+            stages = [files[0].stage(s) if s not in new else top + 1 for s in specs]
+            ladder = fit_ladder(labels, specs, pairs, ANCHOR, boot, stages=stages if held else None)
+            report = None
+            if held:
+                hold_published(ladder, files[0])
+                refit = fit_ladder(labels, specs, pairs, ANCHOR, boot)
+                other = dict(zip(labels, map(float, refit.ratings), strict=True))
+                report = reuse_report(ladder, files, True, other, new, args.quick, seed)
+            elif files:
+                other = {}
+                for t in files:
+                    for row in t.agents:
+                        other.setdefault(row["label"], t.recorded(row["spec"])[0])
+                report = reuse_report(ladder, files, False, other, new, None, seed)
         except ValueError as exc:
             parser.error(str(exc))
         title = f"{args.protocol or 'ladder'}, {preset}"
-        table = ladder.markdown(title, "番 per hand" if preset == "classic" else "points per hand")
+        if files and new:
+            verb = "tried against" if args.quick else "joining" if held else "refit with"
+            title += f": {', '.join(f'`{x}`' for x in new)} {verb} {files[0].path}"
+        unit = "番 per hand" if preset == "classic" else "points per hand"
+        rated, column, notes, record = report or (None, None, (), {})
+        table = ladder.markdown(title, unit, rated, column, notes)
         print(table)
         extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
         moved = args.device and on_devices(specs, args.device)[1]
         extra |= {"device": args.device} if moved else {}
+        extra |= {"portable": is_portable(), **record}
         if args.json:
             body = compact_lists(
                 json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)

@@ -402,6 +402,60 @@ def test_cli_names_a_plugin_whose_import_raises(monkeypatch, tmp_path):
     assert notes(info.value) == ["raised while importing --plugin 'raising_plugin'"]
 
 
+FILE_PLUGIN = """
+from agents import register_agent
+from agents.simple import GreedyAgent
+
+
+class FromAFile(GreedyAgent):
+    name = "from-a-file"
+
+
+register_agent("from-a-file", lambda arg, seed=None, rules=None: FromAFile(seed=seed), replace=True)
+"""
+
+
+def test_a_plugin_given_by_its_path_registers_its_agent_in_the_workers_too(
+    monkeypatch, tmp_path, capsys
+):
+    """``--plugin path/to/file.py``, a folder not on the import path: the agent it registers
+    plays, in worker processes too (fresh interpreters, which import its class by name)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "arena_file_plugin.py").write_text(FILE_PLUGIN)
+    try:
+        argv = ["--agents", "random,from-a-file", "--deals", "2", "--chunk", "6", "--workers", "2"]
+        assert (
+            arena.main([*argv, "--no-progress", "--plugin", str(folder / "arena_file_plugin.py")])
+            == 0
+        )
+    finally:
+        sys.modules.pop("arena_file_plugin", None)
+    assert "from-a-file" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("missing.py", "no such Python file (a path ending in .py)"),
+        ("not-a-name.py", "'not-a-name' is not a module name (letters, digits and _, not starting "
+         "with a digit); rename the file"),
+        ("agents.py", "the module name 'agents' is taken by"),
+    ],
+)  # fmt: skip
+def test_a_plugin_path_that_cannot_be_its_own_module_is_refused(
+    monkeypatch, tmp_path, capsys, name, message
+):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    if name != "missing.py":
+        (tmp_path / name).write_text("raise AssertionError('imported')\n")
+    with pytest.raises(SystemExit) as info:
+        arena.main(["--agents", "random,greedy", "--deals", "1", "--plugin", str(tmp_path / name)])
+    assert info.value.code == 2
+    assert f"--plugin {str(tmp_path / name)!r}: {message}" in capsys.readouterr().err
+
+
 def test_cli_keeps_an_existing_json_unless_force(monkeypatch, tmp_path, capsys):
     """An existing --json FILE is refused before any game is played (exit 2); --force replaces
     it whole, through a temporary name, leaving nothing else in the folder."""

@@ -141,11 +141,17 @@ def test_the_protocol_command_with_a_plugin_and_reuse(small_protocol, tmp_path, 
         if (p["a"], p["b"]) in old:
             assert p["score_a"] == old[p["a"], p["b"]]["score_a"]
             assert p["seconds"] == old[p["a"], p["b"]]["seconds"] > 0  # when it was played
-    # the reused pairs equal playing them again
+    # the reused ladder's ratings are held; mine is placed beside them
+    assert {a["label"]: a["rating"] for a in second["agents"] if a["label"] != "mine"} == {
+        a["label"]: a["rating"] for a in first["agents"]
+    }
+    assert {a["label"]: a["stage"] for a in second["agents"]}["mine"] == 1
+    # the reused pairs equal playing them again: the full refit is a ladder of all four
     replay = tmp_path / "replay-{preset}.json"
     assert ladder.main([*argv, "--json", str(replay)]) == 0
     third = json.loads((tmp_path / "replay-guiyang.json").read_text())
-    assert [a["rating"] for a in third["agents"]] == [a["rating"] for a in second["agents"]]
+    refit = second["compare"]["agents"]  # agents in another order: equal to the last bits
+    assert {a["label"]: a["rating"] for a in third["agents"]} == pytest.approx(refit, abs=1e-12)
     sys.modules.pop("ladder_plugin", None)
 
 
@@ -201,8 +207,8 @@ def test_versus_plays_only_its_pairs_and_device_and_chunk_reach_the_arena(
                         *argv, "--json", str(out)]) == 0  # fmt: skip
     assert played[1:] == [(("greedy", "rule"), "cpu", 6), (("greedy", "ppo-scratch"), "cpu", 6)]
     data = json.loads(out.read_text())
-    assert sorted((p["a"], p["b"]) for p in data["pairs"]) == [
-        ("greedy", "ppo-scratch"), ("greedy", "rule"), ("random", "greedy")
+    assert sorted(tuple(sorted((p["a"], p["b"]))) for p in data["pairs"]) == [
+        ("greedy", "ppo-scratch"), ("greedy", "random"), ("greedy", "rule")
     ]  # fmt: skip
     assert data["device"] == "cpu" and len(data["agents"]) == 4
     table = capsys.readouterr().out
@@ -236,11 +242,12 @@ def test_pairs_record_their_chunk_and_machine_and_reuse_keeps_them(tmp_path):
     again = tmp_path / "again.json"
     assert ladder.main(["--agents", "random,greedy,rule", *argv, "--reuse", str(first),
                         "--json", str(again)]) == 0  # fmt: skip
-    pairs = {(p["a"], p["b"]): p for p in json.loads(again.read_text())["pairs"]}
-    assert pairs["random", "greedy"]["machine"]["cpu"] == "the machine it was played on"
-    assert pairs["random", "greedy"]["chunk_games"] == 12
-    assert pairs["random", "rule"]["chunk_games"] == 4096
-    assert pairs["random", "rule"]["machine"]["cpu"] != "the machine it was played on"
+    pairs = {frozenset((p["a"], p["b"])): p for p in json.loads(again.read_text())["pairs"]}
+    reused, played = pairs[frozenset(("random", "greedy"))], pairs[frozenset(("random", "rule"))]
+    assert reused["machine"]["cpu"] == "the machine it was played on"
+    assert reused["chunk_games"] == 12
+    assert played["chunk_games"] == 4096
+    assert played["machine"]["cpu"] != "the machine it was played on"
     old = {k: v for k, v in row.items() if k not in ("chunk_games", "machine")}
     pair = PairResult.from_json(old)
     assert pair.chunk_games is None and pair.machine is None

@@ -8,6 +8,14 @@ code, which now and then changes a decision, and every game of its batch from th
 this description beside their numbers, the SIMD target included, so that a replay can say
 whether the machine, libraries and code matched; :func:`avx2_switch` is how an AVX-512 CPU
 plays numpy's AVX2 code.
+
+The **portable numeric mode** (:func:`portable_settings`) goes further: set in the environment
+before numpy and torch load, it pins every library choice a game's numbers were seen to depend
+on, so that the benchmark protocol's games play out the same on every x86-64 CPU with AVX2,
+AVX-512 or not, Intel or AMD, whatever its core count. ``python -m agents.ladder --protocol``
+always runs under it, and ``--portable`` asks for it in any ladder or arena
+(:func:`run_portably` starts the command again under it); :func:`is_portable` says whether this
+process does.
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -50,8 +60,9 @@ def describe() -> dict[str, object]:
     commit of its code (:func:`code_version`).
 
     ``torch`` is the installed version (read without importing torch), None where torch is not
-    installed; ``gpu`` names the current CUDA device where torch has started CUDA in this
-    process (a process that ran one network on a GPU reports it for all its later results).
+    installed; ``portable`` whether it computes under the portable numeric mode
+    (:func:`is_portable`); ``gpu`` names the current CUDA device where torch has started CUDA in
+    this process (a process that ran one network on a GPU reports it for all its later results).
     """
     cuda = getattr(sys.modules.get("torch"), "cuda", None)
     gpu = None
@@ -66,6 +77,7 @@ def describe() -> dict[str, object]:
         "numpy_simd": numpy_simd(),
         "torch": installed("torch"),
         "gpu": gpu,
+        "portable": is_portable(),
         "code": code_version(),
     }
 
@@ -167,4 +179,72 @@ def machine_line(m: dict) -> str:
     code = m.get("code")
     if code:
         parts += [f"commit {code['commit'][:10]}{' with changes' if code['dirty'] else ''}"]
+    parts += ["portable numerics"] if m.get("portable") else []
     return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- portable numerics
+PORTABLE_MARK = "ZHUOJI_PORTABLE_RESTART"
+"""Set in the environment of a command :func:`run_portably` started again, so that a second
+restart is refused rather than looped."""
+
+_STARTED_WITH = dict(os.environ)  # as numpy, imported above, and torch, later, read it
+
+
+def portable_settings() -> dict[str, str] | None:
+    """The environment of the portable numeric mode, or None on a CPU that is not x86-64.
+
+    What each pins, and why (``docs/ladder.md``, "Numbers that reproduce"):
+
+    - ``NPY_DISABLE_CPU_FEATURES``: numpy's AVX-512 code (:func:`avx2_switch`), whose float64
+      ``exp`` and ``log`` differ in their last bits from the C library's, which numpy's AVX2 and
+      older code call: ``rule``'s advice turns on them;
+    - ``ATEN_CPU_CAPABILITY=avx2``: torch's own kernels (the policies' softmax) run their AVX2
+      code on an AVX-512 CPU too;
+    - ``MKL_CBWR=COMPATIBLE`` and ``MKL_NUM_THREADS=1``: the policies' matrix products run
+      oneMKL's reproducible branch, the same on Intel and AMD CPUs of any instruction set, at a
+      fixed thread count (its results depend on the thread count otherwise);
+    - ``ONEDNN_MAX_CPU_ISA=AVX2``: any torch operation that oneDNN computes, its AVX2 code.
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    return {
+        "NPY_DISABLE_CPU_FEATURES": avx2_switch(),
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "COMPATIBLE",
+        "MKL_NUM_THREADS": "1",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+    }
+
+
+def is_portable() -> bool:
+    """Whether this process computes under the portable numeric mode: its settings were in the
+    environment as it started (before numpy and torch read them) and numpy runs no AVX-512
+    code."""
+    want = portable_settings()
+    return (
+        want is not None
+        and all(_STARTED_WITH.get(k) == v for k, v in want.items())
+        and not is_avx512(numpy_simd())
+    )
+
+
+def run_portably(module: str, argv: Sequence[str]) -> NoReturn:
+    """Replace this process by ``python -m module ARGV`` under the portable numeric mode (numpy
+    and torch read its settings only as they load, so a running process cannot switch).
+    ``RuntimeError`` where the mode does not exist here (not an x86-64 CPU) or where this process
+    is already such a restart and still not under it."""
+    settings = portable_settings()
+    if settings is None:
+        raise RuntimeError(
+            f"the portable numeric mode is for x86-64 CPUs; this one is {platform.machine()!r}"
+        )
+    if os.environ.get(PORTABLE_MARK):
+        raise RuntimeError(
+            f"restarted under the portable numeric mode's settings {settings}, this process "
+            f"still does not run under them (numpy's SIMD target: {numpy_simd()})"
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    env = {**os.environ, **settings, PORTABLE_MARK: "1"}
+    os.execve(sys.executable, [sys.executable, "-m", module, *argv], env)
