@@ -18,7 +18,7 @@ RLLIB_VENV  ?= .venv-rllib
 RLLIB_PY    := $(RLLIB_VENV)/bin/python
 RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
 
-.PHONY: venv browser demo scratch hour test notebooks lint format bench clean rllib test-rllib
+.PHONY: venv browser demo scratch hour test notebooks docs lint format bench clean rllib test-rllib
 
 venv: $(STAMP)
 
@@ -104,6 +104,18 @@ notebooks: venv
 	NPY_DISABLE_CPU_FEATURES="$$($(PY) -c 'from zhuoji_env import machine; print(machine.avx2_switch())')" \
 		$(PY) tests/test_notebooks.py $(NB)
 
+# The documentation site (docs/conf.py): docs/*.md and the packages' docstrings, built with
+# Sphinx, MyST and furo into docs/_build/html (open index.html). Every warning is an error, a
+# broken cross-reference included (-n), and the whole site is read again each time (-E).
+DOCS_STAMP := $(VENV)/.stamp-docs
+
+$(DOCS_STAMP): $(STAMP)
+	$(PIP) install -e ".[docs]"
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -n -E -q docs docs/_build/html
+
 lint: venv
 	$(VENV)/bin/ruff check .
 
@@ -117,6 +129,6 @@ bench: venv
 	$(PY) -m training.bench_learner --processes 2
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build
 	find . -path ./$(VENV) -prune -o -path ./$(RLLIB_VENV) -prune -o -type d -name __pycache__ \
 		-exec rm -rf {} +

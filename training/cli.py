@@ -382,8 +382,9 @@ def remove_paths(paths: list[Path]) -> None:
 
 
 def device_from_flag(name: str, flag_name: str = "device"):
-    """The ``torch.device`` of a ``--device auto|cpu|cuda`` flag (:func:`agents.ppo.
-    resolve_device`: ``auto`` is CUDA when torch sees it); ``cuda`` without one is refused."""
+    """The ``torch.device`` of a ``--device auto|cpu|cuda`` flag
+    (:func:`agents.ppo.resolve_device`: ``auto`` is CUDA when torch sees it); ``cuda`` without
+    one is refused."""
     from agents.ppo import resolve_device
 
     try:
