@@ -152,11 +152,12 @@ class Args:
     """decisions to train on, all seats together (with --resume, the checkpoint's among them),
     rounded down to whole updates of --num-envs x --num-steps (at least one) (0: 2,000,000
     without --time-limit, no cap with one)"""
-    num_envs: int = 256
-    """games played in lock-step"""
+    num_envs: int = 64
+    """games played in lock-step (the default, with --lr 1e-3 and --num-minibatches 4, is the
+    short run that learned fastest: small rollouts, many updates; docs/training.md)"""
     num_steps: int = 128
     """steps of every game per rollout"""
-    lr: float = 3e-4
+    lr: float = 1e-3
     """Adam learning rate (the start of the decay with --anneal-lr)"""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run (its decisions or --time-limit)"""
@@ -166,7 +167,7 @@ class Args:
     """GAE lambda of the advantages"""
     update_epochs: int = 4
     """passes over each rollout"""
-    num_minibatches: int = 8
+    num_minibatches: int = 4
     """minibatches per pass"""
     clip_coef: float = 0.2
     """PPO clip range of the probability ratio"""
