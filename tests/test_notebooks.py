@@ -285,7 +285,11 @@ def test_bring_your_own_agent_registers_whatever_class_replaces_the_example():
     path = ROOT / "notebooks" / "04_bring_your_own_agent.ipynb"
     book = without_injected(nbformat.read(path, as_version=4))
     agent = next(i for i, c in enumerate(book.cells) if "class KongGreedy" in c.source)
-    register = next(i for i, c in enumerate(book.cells) if "register_agent(MINE" in c.source)
+    register = next(
+        i
+        for i, c in enumerate(book.cells)
+        if c.cell_type == "code" and "register_agent(" in c.source
+    )
     book.cells[agent].source = (
         "from agents.simple import RandomAgent\n\n\n"
         "class PassFirst(RandomAgent):\n"
