@@ -18,8 +18,8 @@ RLLIB_VENV  ?= .venv-rllib
 RLLIB_PY    := $(RLLIB_VENV)/bin/python
 RLLIB_STAMP := $(RLLIB_VENV)/.stamp-rllib
 
-.PHONY: venv browser demo scratch hour web test test-wheel notebooks lint format bench clean rllib \
-	test-rllib
+.PHONY: venv browser demo scratch hour web test test-wheel notebooks docs lint format bench clean \
+	rllib test-rllib
 
 venv: $(STAMP)
 
@@ -45,7 +45,9 @@ test-rllib: rllib
 	$(RLLIB_PY) -c "import ray.rllib"
 	$(RLLIB_PY) -m pytest -q tests/test_rllib.py tests/test_rllib_batched.py tests/test_pinned_rllib.py tests/test_run_safety.py -k "rllib or two_node"
 
-# A rerun writes to runs/demo-2, runs/demo-3, ... (training.demo picks the first free one).
+# The trainer's recipe `demo` (about four minutes from scratch), then the arena of the fresh
+# policy and the shipped one against the baselines. A rerun writes to runs/demo-2,
+# runs/demo-3, ... (training.demo picks the first free one).
 demo: venv
 	$(PY) -m training.demo
 
@@ -57,29 +59,24 @@ free_run = run="$(RUN)"; if [ -z "$$run" ]; then run=runs/$(1); n=2; \
 	while [ -e "$$run" ]; do run=runs/$(1)-$$n; n=$$((n + 1)); done; fi; \
 	echo "make $(1): the run goes to $$run"
 
-# The best one-hour recipe measured on a 2-core machine (docs/results.md): clone rule, then 56
-# minutes of PPO on the v2 observation and rule's advice (--rule-hint), no shanten shaping, 512
-# games x 64 steps an update, in two data-parallel processes (the update in bfloat16 where the
-# CPU has bf16 units; the recipe is the same without them); about an hour in all. On a 2-core
-# machine without bf16 units it trained 28.0M decisions and scored +2.66 [+2.49, +2.82] over
-# rule by sampling on 2,000 fresh deals. Then the arena against rule by sampling and by argmax.
+# The best one-hour recipe measured on a 2-core machine (docs/results.md), the trainer's recipe
+# `hour` (training/recipes.py, `--help` lists its flags): clone rule, then 56 minutes of PPO on
+# the v2 observation and rule's advice (--rule-hint), no shanten shaping, 512 games x 64 steps
+# an update, in two data-parallel processes (the update in bfloat16 where the CPU has bf16
+# units; the recipe is the same without them); about an hour in all. On a 2-core machine
+# without bf16 units it trained 28.0M decisions and scored +2.66 [+2.49, +2.82] over rule by
+# sampling on 2,000 fresh deals. Then the arena against rule by sampling and by argmax.
 hour: venv
 	@$(call free_run,hour); set -x; \
-	$(PY) -m training.ppo_selfplay --rule-hint --bc-agent rule --bc-decisions 400000 \
-		--bc-epochs 6 --time-limit 56 --lr 3e-4 --ent-coef 0.003 --shaping 0 --num-envs 512 \
-		--num-steps 64 --seed 7 --eval-every 0 --eval-opponents '' --save-every 25 \
-		--processes 2 --out-dir "$$run" && \
+	$(PY) -m training.ppo_selfplay --recipe hour --out-dir "$$run" && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2033 && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt:greedy,rule" --deals 2000 --seed 2033
 
-# Learning without a teacher (docs/results.md): 55 minutes of
+# Learning without a teacher (docs/results.md), the trainer's recipe `scratch`: 55 minutes of
 # self-play PPO from scratch on two cores, then the arena against greedy and rule.
 scratch: venv
 	@$(call free_run,scratch); set -x; \
-	$(PY) -m training.ppo_selfplay --num-envs 128 --lr 5e-4 --num-minibatches 4 \
-		--kong-shaping 0.2 --oracle-critic --pool-size 4 --pool-every 20 --pool-prob 0.2 \
-		--time-limit 55 --eval-every 100 --eval-opponents greedy --save-every 50 --seed 11 \
-		--out-dir "$$run" && \
+	$(PY) -m training.ppo_selfplay --recipe scratch --out-dir "$$run" && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,greedy" --deals 2000 --seed 2031 && \
 	$(PY) -m agents.arena --agents "ppo:$$run/latest.pt,rule" --deals 2000 --seed 2031
 
@@ -121,6 +118,18 @@ notebooks: venv
 	NPY_DISABLE_CPU_FEATURES="$$($(PY) -c 'from zhuoji_env import machine; print(machine.avx2_switch())')" \
 		$(PY) tests/test_notebooks.py $(NB)
 
+# The documentation site (docs/conf.py): docs/*.md and the packages' docstrings, built with
+# Sphinx, MyST and furo into docs/_build/html (open index.html). Every warning is an error, a
+# broken cross-reference included (-n), and the whole site is read again each time (-E).
+DOCS_STAMP := $(VENV)/.stamp-docs
+
+$(DOCS_STAMP): $(STAMP)
+	$(PIP) install -e ".[docs]"
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -n -E -q docs docs/_build/html
+
 lint: venv
 	$(VENV)/bin/ruff check .
 
@@ -134,6 +143,6 @@ bench: venv
 	$(PY) -m training.bench_learner --processes 2
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf build dist *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build
 	find . -path ./$(VENV) -prune -o -path ./$(RLLIB_VENV) -prune -o -type d -name __pycache__ \
 		-exec rm -rf {} +

@@ -54,7 +54,6 @@ from agents.arena import (
 )
 from agents.base import Agent, decide, policy_outputs
 from agents.registry import make_agent
-from agents.rule import VERSION_RULE
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine import core
 from zhuoji_env.engine.game import is_integer, is_real
@@ -432,42 +431,60 @@ def claims(play: Play, label: str) -> pd.DataFrame:
 
 
 def block_ablation(play: Play, label: str, blocks: Sequence[str] | None = None) -> pd.DataFrame:
-    """Which observation blocks matter to a policy: each block zeroed in turn over agent
+    """Which blocks of its input matter to a policy: each block zeroed in turn over agent
     ``label``'s decisions, the share of decisions whose most likely action changes and the mean
     total-variation distance between the policies, sorted by that distance. ``blocks``: a list
-    of block names (default: every block)."""
+    of block names (default: every block).
+
+    The blocks are the observation's, or, for a ``ppo`` network that reads more
+    (:class:`agents.ppo.NetInput`: ``--features``, ``--rule-hint``), those of its input: the
+    observation's, the derived ones (``unseen``, ``passport``, ``wait_value``, ``live_waits``)
+    and ``rule``'s advice (``rule_choice``, ``rule_gap``). That input is made once from the
+    intact observations and each block is zeroed in it alone, so zeroing the ``hand`` leaves
+    the advice worked out from the hand as the network read it, and the advice is a block of
+    its own: how much the policy follows ``rule``."""
     agent = play.agent(label)
+    reader = getattr(agent, "read", None)
+    by_input = hasattr(reader, "blocks") and hasattr(agent, "input_policy")
+    layout = reader.blocks if by_input else SLICES
     if blocks is not None:
         if isinstance(blocks, str) or not isinstance(blocks, (list, tuple)):
             raise TypeError(
-                f"blocks must be a list of observation block names (or None for all), got "
-                f"{blocks!r}"
+                f"blocks must be a list of input block names (or None for all), got {blocks!r}"
             )
         if not blocks:
             raise ValueError(
-                f"blocks is empty: name at least one of {list(SLICES)}, or None for all"
+                f"blocks is empty: name at least one of {list(layout)}, or None for all"
             )
-    names = [name for name, _ in LAYOUT] if blocks is None else list(blocks)
+    names = list(layout) if blocks is None else list(blocks)
     for name in names:
-        if name not in SLICES:
-            raise ValueError(f"unknown observation block {name!r}: allowed {list(SLICES)}")
-    if getattr(getattr(agent, "net", None), "obs_version", None) == VERSION_RULE:
-        raise ValueError(
-            f"agent {label!r} reads rule's advice ({VERSION_RULE}), which is worked out from the "
-            "observation: zeroing a block would change the advice too, so blocks cannot be "
-            "ablated one at a time"
-        )
+        if name not in layout:
+            raise ValueError(f"unknown input block {name!r} of {label!r}: allowed {list(layout)}")
     sel = np.flatnonzero(play.decisions["agent"].to_numpy() == label)
     obs, mask = play.obs[sel], play.masks[sel]
-    base = policy_outputs(agent, obs, mask)
-    if base is None:
-        raise ValueError(f"agent {label!r} has no policy to ablate (module doc)")
-    p0 = base[0]
+    if by_input:
+        x = reader(obs, mask)
+
+        def probs(zeroed: str | None) -> np.ndarray:
+            xi = x.copy()
+            if zeroed is not None:
+                xi[:, layout[zeroed]] = 0
+            return agent.input_policy(xi, mask)
+
+    else:
+        if policy_outputs(agent, obs[:1], mask[:1]) is None:
+            raise ValueError(f"agent {label!r} has no policy to ablate (module doc)")
+
+        def probs(zeroed: str | None) -> np.ndarray:
+            o = obs.copy()
+            if zeroed is not None:
+                o[:, layout[zeroed]] = 0
+            return policy_outputs(agent, o, mask)[0]
+
+    p0 = probs(None)
     rows = []
     for name in names:
-        o = obs.copy()
-        o[:, SLICES[name]] = 0
-        p = policy_outputs(agent, o, mask)[0]
+        p = probs(name)
         rows.append(
             {
                 "block": name,

@@ -42,7 +42,7 @@ P_TURN, P_RESPONSE, P_ROB, P_BAOTING = TURN, RESPONSE, ROB, BAOTING_DISCARD
 
 
 class Agent:
-    """Base class: validates and batches input, then calls :meth:`_act` on ``[k, ...]`` arrays.
+    """Base class: validates and batches input, then calls ``_act`` on ``[k, ...]`` arrays.
 
     An agent with ``needs_view = True`` (``search:BASE``) decides from the public view of the
     game as well (:mod:`zhuoji_env.belief`: what the seat knows, nothing hidden) through

@@ -44,7 +44,15 @@ from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import check_flag, is_real
 from zhuoji_env.fileio import write_atomic
 from zhuoji_env.limits import check_memory
-from zhuoji_env.observation import OBS_SIZES, VERSION, VERSION_V2, with_features
+from zhuoji_env.observation import (
+    FEATURE_SLICES,
+    OBS_SIZE,
+    OBS_SIZES,
+    SLICES,
+    VERSION,
+    VERSION_V2,
+    with_features,
+)
 from zhuoji_env.rules import Rules
 from zhuoji_env.versions import ENVIRONMENT, __version__, check_stamp, stamp
 
@@ -134,6 +142,19 @@ class NetInput:
         if self.rule is None:
             return x
         return np.concatenate([x, self.rule_hint(obs, mask)], axis=1)
+
+    @property
+    def blocks(self) -> dict[str, slice]:
+        """Where each block lies in what this reads: the observation's blocks, then (v2) the
+        derived ones, then (v2+rule) ``rule_choice`` and ``rule_gap``."""
+        out = dict(SLICES)
+        if self.version != VERSION:
+            derived = FEATURE_SLICES.items()
+            out |= {n: slice(OBS_SIZE + f.start, OBS_SIZE + f.stop) for n, f in derived}
+        if self.rule is not None:
+            out["rule_choice"] = slice(HINT_START, HINT_START + NUM_ACTIONS)
+            out["rule_gap"] = slice(HINT_START + NUM_ACTIONS, HINT_START + 2 * NUM_ACTIONS)
+        return out
 
     def rule_hint(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The ``rule_choice`` and ``rule_gap`` blocks, float32 ``[k, 172]``."""
@@ -478,8 +499,18 @@ class PPOAgent(Agent):
         )
 
     def _forward(self, obs: np.ndarray, mask: np.ndarray):
-        o = torch.from_numpy(self.read(obs, mask)).to(self.device)
+        return self._forward_input(self.read(obs, mask), mask)
+
+    def _forward_input(self, x: np.ndarray, mask: np.ndarray):
+        o = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(self.device)
         return self.net(o, torch.from_numpy(mask).to(self.device))
+
+    @torch.inference_mode()
+    def input_policy(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The probabilities ``[k, 86]`` of the network's input ``x`` ``[k, in_size]``, as
+        ``read`` makes it from observations (:attr:`NetInput.blocks` says where each block
+        lies): what :func:`agents.analysis.block_ablation` zeroes block by block."""
+        return torch.softmax(self._forward_input(x, mask)[0], -1).double().cpu().numpy()
 
     @torch.inference_mode()
     def _act(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:

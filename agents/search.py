@@ -111,7 +111,7 @@ observation, as the engine state does not hold them (:func:`match_columns`)."""
 
 
 def match_columns(match: np.ndarray, seat: np.ndarray, actor: np.ndarray, n: int) -> np.ndarray:
-    """``match`` (``[B, m]``, columns :data:`_MATCH_COLS` of ``seat``'s observations) as seen by
+    """``match`` (``[B, m]``, columns ``_MATCH_COLS`` of ``seat``'s observations) as seen by
     ``actor``: an observation lists the scores from its observer on (slot j is the seat j
     after it), so the searching seat's are turned by the seats between it and the actor."""
     out = match.copy()
@@ -211,7 +211,7 @@ def rollout(
     ``mean=M`` (at most ``leaf``) the score is the mean of BASE's values at the seat's last M
     decisions up to the N-th, the settlement standing in for those the hand ended before.
 
-    ``match`` (``[B, m]``) holds each game's observation columns :data:`_MATCH_COLS` as
+    ``match`` (``[B, m]``) holds each game's observation columns ``_MATCH_COLS`` as
     ``seat`` sees them, copied into every observation the rollout encodes (turned to its
     observer, :func:`match_columns`). Games with the same ``pair``
     id draw the same uniform number at each step (common random numbers across candidates).

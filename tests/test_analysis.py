@@ -209,7 +209,7 @@ def test_policy_fields_ablation_and_calibration():
     abl = block_ablation(play, "hand")
     assert list(abl.block[:1]) == ["hand"] and abl.tv_distance[0] > 0
     assert (abl.tv_distance[1:] == 0).all() and len(abl) == len(SLICES)
-    with pytest.raises(ValueError, match="unknown observation block 'hands'"):
+    with pytest.raises(ValueError, match="unknown input block 'hands' of 'hand'"):
         block_ablation(play, "hand", ["hands"])
     with pytest.raises(ValueError, match="agent 'greedy' has no policy"):
         block_ablation(play, "greedy")
@@ -338,11 +338,41 @@ def test_per_agent_tables_refuse_an_unknown_label_or_reference(play):
         agreement(play, "random", 5)
 
 
+def test_ablation_of_a_network_reading_rules_advice_zeroes_each_input_block_alone():
+    """The shipped ppo-guiyang reads v2 and rule's advice: every block of its input is
+    ablated, the derived blocks and the advice among them, each zeroed in the input made once
+    from the intact observations (zeroing the hand leaves the advice as it was read)."""
+    from agents.ppo import INPUT_SIZES, VERSION_RULE
+
+    play = play_traced(["ppo-guiyang", "rule"], 1, seed=3, labels=["ppo", "rule"])
+    agent = play.agent("ppo")
+    layout = agent.read.blocks
+    assert agent.net.obs_version == VERSION_RULE
+    assert list(layout)[-6:] == [
+        "unseen", "passport", "wait_value", "live_waits", "rule_choice", "rule_gap"
+    ]  # fmt: skip
+    assert sum(s.stop - s.start for s in layout.values()) == INPUT_SIZES[VERSION_RULE]
+    abl = block_ablation(play, "ppo")
+    assert sorted(abl.block) == sorted(layout) and (abl.tv_distance >= 0).all()
+    tv = dict(zip(abl.block, abl.tv_distance, strict=True))
+    assert tv["rule_choice"] > 0.01  # it follows rule's advice
+    sel = play.decisions.agent.to_numpy() == "ppo"
+    obs, mask = play.obs[sel], play.masks[sel]
+    x = agent.read(obs, mask)
+    p0 = agent.input_policy(x, mask)
+    zeroed = x.copy()
+    zeroed[:, layout["hand"]] = 0
+    expect = 0.5 * np.abs(agent.input_policy(zeroed, mask) - p0).sum(-1).mean()
+    assert tv["hand"] == pytest.approx(expect)
+    with pytest.raises(ValueError, match="unknown input block 'hints' of 'ppo': allowed"):
+        block_ablation(play, "ppo", ["hints"])
+
+
 def test_ablation_calibration_and_charts_refuse_bad_arguments(play):
     hand = play_traced([HandPolicy(), "greedy"], 1, seed=2, labels=["hand", "greedy"])
     with pytest.raises(ValueError, match="blocks is empty: name at least one of"):
         block_ablation(hand, "hand", blocks=[])
-    with pytest.raises(TypeError, match="blocks must be a list of observation block names"):
+    with pytest.raises(TypeError, match="blocks must be a list of input block names"):
         block_ablation(hand, "hand", blocks="hand")
     mine = hand.decisions[hand.decisions.agent == "hand"]
     for scale in [0, -1.0, float("nan"), float("inf"), True, "1"]:

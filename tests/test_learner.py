@@ -297,9 +297,10 @@ def test_sparse_first_layer_matches_the_dense_layer_and_its_gradients():
 def test_the_run_progress_follows_the_decisions_or_the_time_limit():
     """The learning rate decays with ``1 - progress``: the share of the planned updates, or of
     the time budget, whichever is larger; no --total-decisions with a time limit is no cap."""
-    assert planned_updates(Args()) == 2_000_000 // (256 * 128) == 61
+    per_update = Args.num_envs * Args.num_steps
+    assert planned_updates(Args()) == 2_000_000 // per_update == 244
     assert planned_updates(Args(time_limit=55)) is None
-    assert planned_updates(Args(time_limit=55, total_decisions=256 * 128 * 10)) == 10
+    assert planned_updates(Args(time_limit=55, total_decisions=per_update * 10)) == 10
     assert planned_updates(Args(total_decisions=5)) == 1
     assert progress(0, 61, 0.0, 0.0) == 0.0
     assert progress(30, 60, 999.0, 0.0) == 0.5

@@ -28,6 +28,7 @@ import ast
 import contextlib
 import io
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -56,8 +57,9 @@ SMALL = {
     },
 }
 """Per notebook, the parameters the test suite sets (the rest keep their analysis values)."""
-WRITES = {"03_policy_analysis.ipynb": "VIEWER_PAGE"}
-"""The parameter that names a file a notebook writes (None by default: a temporary folder)."""
+WRITES = {"01_environment_tour.ipynb": "VIEWER_PAGE", "03_policy_analysis.ipynb": "VIEWER_PAGE"}
+"""The parameter that names a file a notebook writes (by default under ``runs/``, which git ignores:
+the committed outputs name a file that a run of the notebook makes, never a temporary one)."""
 SIMD = "numpy SIMD target: "
 """How a notebook's output line naming the numpy SIMD target it ran on begins."""
 AVX2 = ("X86_V3", "AVX2")
@@ -259,6 +261,54 @@ def test_runs(path, tmp_path):
     if path.name in WRITES:  # a rerun keeps the file it wrote before, and writes beside it
         assert earlier.read_text() == "an earlier run's page"
         assert (tmp_path / "page-2.html").read_bytes().startswith(b"<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_outputs_name_no_temporary_file(path):
+    """What a committed notebook shows stays true for its reader: no output names a file in a
+    temporary folder, which was gone when the notebook was committed."""
+    book = nbformat.read(path, as_version=4)
+    temporary = re.compile(r"(/tmp/|/var/folders/|\\Temp\\|ipykernel_|pytest-of-)")
+    shown = [
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+        for c in book.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    ]
+    assert [t for t in shown if temporary.search(t)] == []
+
+
+def test_bring_your_own_agent_registers_whatever_class_replaces_the_example():
+    """Notebook 04 says replacing the agent class is all a user changes: with the example's cell
+    replaced by another class, under another name and spec, the notebook up to its arena
+    registers that class and makes it by its spec (no cell names the example's class)."""
+    path = ROOT / "notebooks" / "04_bring_your_own_agent.ipynb"
+    book = without_injected(nbformat.read(path, as_version=4))
+    agent = next(i for i, c in enumerate(book.cells) if "class KongGreedy" in c.source)
+    register = next(
+        i
+        for i, c in enumerate(book.cells)
+        if c.cell_type == "code" and "register_agent(" in c.source
+    )
+    book.cells[agent].source = (
+        "from agents.simple import RandomAgent\n\n\n"
+        "class PassFirst(RandomAgent):\n"
+        '    name = "pass-first"\n\n\n'
+        "AGENT_CLASS = PassFirst\n"
+    )
+    check = nbformat.v4.new_code_cell(
+        'assert MINE == "pass-first" and FIELD[-1] == MINE\n'
+        "assert type(make_agent(MINE, seed=0)) is PassFirst"
+    )
+    book.cells = [*book.cells[: register + 1], check]
+    assert not [c for c in book.cells if "KongGreedy" in c.source and c.cell_type == "code"]
+    probe = ROOT / "notebooks" / ".probe-04.ipynb"
+    try:
+        nbformat.write(book, probe)
+        ran, _ = execute(probe, SMALL[path.name])
+    finally:
+        probe.unlink(missing_ok=True)
+    assert errors_of(ran) == []
 
 
 def test_write_back_is_whole_and_refuses_a_failed_run(tmp_path):

@@ -509,12 +509,12 @@ def test_a_run_too_large_for_memory_is_refused_before_any_allocation(tmp_path, c
 def test_the_memory_estimate_follows_the_sizes(tmp_path, monkeypatch):
     args = ppo_selfplay.Args(out_dir=str(tmp_path / "run"))
     need = ppo_selfplay.memory_needed(args, OBS_SIZE)
-    double = ppo_selfplay.Args(num_envs=512, out_dir=str(tmp_path / "run"))
+    double = ppo_selfplay.Args(num_envs=2 * args.num_envs, out_dir=str(tmp_path / "run"))
     # the games, the rollout and a minibatch's activations double; the weights do not
     weights = sum(p.numel() for p in PolicyNet(256).parameters())
     fixed = 4 * 4 * weights  # the weights, their gradients and Adam's two moments
     assert ppo_selfplay.memory_needed(double, OBS_SIZE) - fixed == 2 * (need - fixed)
-    assert need > 256 * 2 * 128 * 4 * OBS_SIZE  # at least the rollout's observations
+    assert need > args.num_envs * 2 * 128 * 4 * OBS_SIZE  # at least the rollout's observations
     pool = ppo_selfplay.Args(pool_size=3, out_dir=str(tmp_path / "run"))
     assert ppo_selfplay.memory_needed(pool, OBS_SIZE) - need == 3 * 4 * weights  # snapshots
     wide = ppo_selfplay.memory_needed(args, OBS_SIZE, hidden=300_000)
@@ -679,7 +679,7 @@ SB3_TINY = [
 """An sb3_maskable run of 64 decisions."""
 
 TOO_LARGE = [
-    (ppo_selfplay, ["--hidden", "300000"], "--num-envs 256 x --num-steps 128 with --hidden 300000"),
+    (ppo_selfplay, ["--hidden", "300000"], "--num-envs 64 x --num-steps 128 with --hidden 300000"),
     (
         ppo_selfplay,
         [*TINY, "--eval-opponents", "random", "--eval-deals", "1000000000000"],

@@ -6,13 +6,14 @@
                                      [--device cpu] [--json]
 
 Runs the self-play trainer for ``--updates`` updates (no evaluation, no checkpoints but the last)
-at the trainer's default learning settings (4 epochs of 8 minibatches, hidden 256, one torch
-thread) and prints, for the whole run and for each phase, the decisions per second of wall time
-and of CPU time: ``env`` (the vector environment's steps), ``inference`` (the rollout's forward
-passes, sampling and buffer writes), ``update`` (advantages and the PPO update), ``other`` (the
-rest of the loop: logging and a rollout's new buffers). CPU time is the steadier figure on a
-machine shared with other work. ``--features`` measures a network on ``zhuoji-obs-v2`` (its
-derived blocks are computed in ``inference``), ``--rule-hint`` one on ``zhuoji-obs-v2+rule``
+at the learning settings of docs/benchmarks.md (4 epochs of :data:`MINIBATCHES` minibatches,
+hidden 256, one torch thread) and prints, for the whole run and for each phase, the decisions
+per second of wall time and of CPU time: ``env`` (the vector environment's steps),
+``inference`` (the rollout's forward passes, sampling and buffer writes), ``update``
+(advantages and the PPO update), ``other`` (the rest of the loop: logging and a rollout's new
+buffers). CPU time is the steadier figure on a machine shared with other work. ``--features``
+measures a network on ``zhuoji-obs-v2`` (its derived blocks are computed in ``inference``),
+``--rule-hint`` one on ``zhuoji-obs-v2+rule``
 (``rule``'s advice too is computed there).
 ``--processes P`` trains data-parallel in P processes (one per core): the wall seconds are the
 first process's (each process spends them on its own share of the games; waiting for the
@@ -30,6 +31,10 @@ from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag
 from training.ppo_selfplay import Args, train
 from zhuoji_env.bench import check_counts
 from zhuoji_env.machine import describe
+
+MINIBATCHES = 8
+"""Minibatches per pass of the update measured (the trainer's default when docs/benchmarks.md's
+figures were taken), so that the figures stay comparable."""
 
 
 def measure(
@@ -50,6 +55,7 @@ def measure(
                 total_decisions=updates * num_envs * num_steps,
                 num_envs=num_envs,
                 num_steps=num_steps,
+                num_minibatches=MINIBATCHES,
                 eval_opponents="",
                 eval_every=0,
                 save_every=0,
@@ -107,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.num_envs % a.processes:
         p.error(f"--processes {a.processes} must divide --num-envs {a.num_envs}")
     share = a.num_envs // a.processes * a.num_steps
-    if share < Args.num_minibatches:
+    if share < MINIBATCHES:
         p.error(
             f"--num-envs {a.num_envs} x --num-steps {a.num_steps} / --processes {a.processes} "
-            f"is {share} decisions a process, fewer than the trainer's {Args.num_minibatches} "
-            "minibatches"
+            f"is {share} decisions a process, fewer than the {MINIBATCHES} minibatches of the "
+            "update it measures"
         )
     try:  # with --json the trainer's own lines go to stderr: stdout holds the JSON alone
         with contextlib.redirect_stdout(sys.stderr if a.json else sys.stdout):

@@ -23,6 +23,7 @@ from typing import TypeVar
 from agents import make_agent
 from agents.arena import json_text as json_text  # the trainers' JSON writer
 from agents.registry import split_specs
+from training.recipes import recipe_flags
 from zhuoji_env.engine.game import is_real
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.fileio import FolderBusy, FolderLock, lock_dir, write_text_atomic
@@ -66,11 +67,20 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def parse_args(
-    cls: type[T], argv: list[str] | None = None, doc: str | None = None, prog: str | None = None
+    cls: type[T],
+    argv: list[str] | None = None,
+    doc: str | None = None,
+    prog: str | None = None,
+    recipes: dict | None = None,
 ) -> T:
     """``--field-name VALUE`` for every field of ``cls`` (``--flag``/``--no-flag`` for bools);
     each flag's help is its field's docstring and default; ``prog`` names the command in the
-    usage (e.g. ``python -m training.ppo_selfplay``)."""
+    usage (e.g. ``python -m training.ppo_selfplay``).
+
+    With ``recipes`` (name -> :class:`training.recipes.Recipe`) it also takes ``--recipe NAME``,
+    whose values become the defaults of the other flags, so that a flag given beside it wins;
+    ``--help`` lists what each recipe sets (with ``--recipe NAME`` its flags show the recipe's
+    values as their defaults)."""
     parser = argparse.ArgumentParser(
         prog=prog, description=plain(doc), formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -93,7 +103,41 @@ def parse_args(
             first = types[0] if types else f.type  # "str | bool": a string on the command line
             kind = {"int": int, "float": float, "str": str}.get(first, first)
             parser.add_argument(flag, type=kind, default=f.default, help=help_text)
-    return cls(**vars(parser.parse_args(argv)))
+    if not recipes:
+        return cls(**vars(parser.parse_args(argv)))
+    chosen = _add_recipes(parser, recipes, argv)
+    given = vars(parser.parse_args(argv))
+    if given.pop("recipe") != chosen:  # the two parsers read --recipe alike; never silently not
+        parser.error(f"--recipe: read as {chosen!r} before the other flags, then otherwise")
+    return cls(**given)
+
+
+def _add_recipes(parser: argparse.ArgumentParser, recipes: dict, argv: list[str] | None):
+    """Add ``--recipe`` to ``parser`` with the recipes' list as its epilog, and make the values
+    of the recipe that ``argv`` names the defaults of their flags; returns its name (None)."""
+    names = list(recipes)
+    parser.add_argument(
+        "--recipe",
+        choices=names,
+        help="a named set of flag values (below); the flags given beside it override them "
+        "(default: none, the defaults above)",
+    )
+    lines = ["recipes (--recipe NAME sets these flags; a flag given beside it wins):"]
+    wrap = dict(width=96, break_on_hyphens=False, break_long_words=False)
+    for name, recipe in recipes.items():
+        lines += textwrap.wrap(
+            f"{name}: {recipe.summary}", initial_indent="  ", subsequent_indent="    ", **wrap
+        )
+        lines += textwrap.wrap(
+            recipe_flags(recipe.values), initial_indent="      ", subsequent_indent="      ", **wrap
+        )
+    parser.epilog = "\n".join(lines)
+    first = argparse.ArgumentParser(add_help=False)  # --recipe alone, before the other flags
+    first.add_argument("--recipe")
+    chosen = first.parse_known_args(argv)[0].recipe
+    if chosen in recipes:  # an unknown name: the full parse refuses it, naming the recipes
+        parser.set_defaults(**recipes[chosen].values)
+    return chosen
 
 
 def plain(doc: str | None) -> str | None:
@@ -338,8 +382,9 @@ def remove_paths(paths: list[Path]) -> None:
 
 
 def device_from_flag(name: str, flag_name: str = "device"):
-    """The ``torch.device`` of a ``--device auto|cpu|cuda`` flag (:func:`agents.ppo.
-    resolve_device`: ``auto`` is CUDA when torch sees it); ``cuda`` without one is refused."""
+    """The ``torch.device`` of a ``--device auto|cpu|cuda`` flag
+    (:func:`agents.ppo.resolve_device`: ``auto`` is CUDA when torch sees it); ``cuda`` without
+    one is refused."""
     from agents.ppo import resolve_device
 
     try:

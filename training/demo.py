@@ -2,8 +2,9 @@
 shipped policy, the fresh one and the baselines.
 
 ``python -m training.demo`` trains a policy from scratch by self-play PPO for ``--decisions``
-(about four minutes on two cores; small rollouts of 64 games and a high learning rate, so
-that the curve rises within them; ``--bc-agent rule`` clones ``rule`` first), evaluating
+with the trainer's recipe ``demo`` (:mod:`training.recipes`: about four minutes on two cores;
+small rollouts of 64 games and a high learning rate, so that the curve rises within them;
+``--bc-agent rule`` clones ``rule`` first), evaluating
 it against ``random`` and ``greedy`` before the first update and along the way (by sampling and
 by argmax). Then the shipped guiyang policy (``ppo-guiyang``: rule cloning and 140 minutes of
 PPO, 36.8M decisions; :mod:`agents.ppo`) and the fresh one each play ``rule``, ``greedy`` and
@@ -30,6 +31,7 @@ from agents.arena import against_each, interval_text
 from agents.ppo import INPUT_SIZES, PPOAgent
 from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
+from training.recipes import RECIPES, recipe_values
 from zhuoji_env.bench import check_counts
 from zhuoji_env.commands import prog
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
@@ -143,6 +145,28 @@ def plot(history: list[dict], arena: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def demo_args(
+    num_envs: int, decisions: int, seed: int, bc_agent: str = "", bc_decisions: int = 100_000
+) -> Args:
+    """The trainer's ``Args`` of a demo: the recipe ``demo`` (:mod:`training.recipes`) with the
+    demo's own flags in their place and about six evaluations along the run."""
+    per_update = num_envs * RECIPES["demo"].values["num_steps"]
+    return Args(
+        **recipe_values(
+            "demo",
+            total_decisions=decisions,
+            num_envs=num_envs,
+            seed=seed,
+            eval_every=max(1, decisions // (per_update * 6)),
+            **(  # the cloning's sizes only with a clone: the trainer refuses them without
+                {"bc_agent": bc_agent, "bc_decisions": bc_decisions, "bc_epochs": 4}
+                if bc_agent
+                else {}
+            ),
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("training.demo"),
@@ -177,25 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     longer = 50 if a.long else 1
     decisions = a.decisions * longer
-    num_steps = 128
+    args = demo_args(a.num_envs, decisions, a.seed, a.bc_agent, a.bc_decisions)
+    num_steps = args.num_steps
     per_update = a.num_envs * num_steps
-    args = Args(
-        total_decisions=decisions,
-        num_envs=a.num_envs,
-        num_steps=num_steps,
-        lr=1e-3,
-        ent_coef=0.01,
-        num_minibatches=4,
-        **(  # the cloning's sizes only with a clone: the trainer refuses them without
-            {"bc_agent": a.bc_agent, "bc_decisions": a.bc_decisions, "bc_epochs": 4}
-            if a.bc_agent
-            else {}
-        ),
-        eval_every=max(1, decisions // (per_update * 6)),
-        eval_deals=100,
-        eval_opponents="random,greedy",
-        seed=a.seed,
-    )
     try:
         shipped = make_agent(SHIPPED, seed=a.seed)  # before training: the package must have it
         # the sizes in the demo's own flags (the trainer would name --num-steps, not the demo's)

@@ -9,7 +9,7 @@ stands (a :class:`Place`) and, when the run has several processes, runs :func:`d
 Launch modes (:func:`launch`):
 
 - One machine: ``--processes P``. The first process holds the store where the processes meet (a
-  ``TCPStore`` on a free port of 127.0.0.1) and spawns the other ``P - 1`` (:func:`_other_process`,
+  ``TCPStore`` on a free port of 127.0.0.1) and spawns the other ``P - 1`` (``_other_process``,
   a module-level function, so that a spawned process finds it by name).
 - Several machines: the same command on each, with ``--nnodes N --node-rank R --master-addr HOST
   [--master-port PORT]``. The run has ``N x P`` processes, numbered node by node; node 0's first
@@ -25,9 +25,9 @@ Every launch flag and variable is checked before any work; a bad one raises
 
 Each process checks its flags (``Job.check``) before it meets the others, so a refused flag
 costs no wait; a process that does not hold the store records the refusal there, when the store
-opens within 10 seconds (:func:`_tell`). It then announces its :func:`launch_record` (its flags
+opens within 10 seconds (``_tell``). It then announces its :func:`launch_record` (its flags
 but those each node sets itself, and the sha256 of the files that ``Job.files`` name), joins
-the gloo group (:func:`_join`) and runs its share (``Job.run``).
+the gloo group (``_join``) and runs its share (``Job.run``).
 
 Process 0 (node 0's first) holds the store (unless torchrun's agent does), compares every
 process's record with its own before anyone runs (the first that differs is the run's failure),
@@ -560,9 +560,9 @@ def _join(place: Place, store, args: Any, files: dict[str, str]):
 
 def data_parallel(args: Any, place: Place, job: Job) -> dict:
     """Run ``job`` as ``place``'s process of a data-parallel run. It checks its flags
-    (``job.check``), meets the others at the store (:func:`_meet`), starts the other
+    (``job.check``), meets the others at the store (``_meet``), starts the other
     processes of its node when it is the node's first (unless torchrun started them), joins
-    the group (:func:`_join`) and runs its share (``job.run``), watched (:class:`Watch`).
+    the group (``_join``) and runs its share (``job.run``), watched (:class:`Watch`).
     Returns what ``job.run`` returns: the results in process 0, ``{}`` in the others.
 
     A failure anywhere stops every process within seconds: the one that fails records it in

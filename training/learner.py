@@ -384,7 +384,7 @@ def _moments(x: torch.Tensor) -> torch.Tensor:
 
 def normalised(adv: torch.Tensor, moments: torch.Tensor | None = None) -> torch.Tensor:
     """Advantages minus their mean over their standard deviation (``n - 1``; a lone advantage
-    is left as is); with ``moments`` (:func:`_moments` of a larger set, such as the union of
+    is left as is); with ``moments`` (``_moments`` of a larger set, such as the union of
     the processes' minibatches) the mean and deviation are those of that set."""
     if moments is None:
         return (adv - adv.mean()) / (adv.std() + 1e-8) if adv.numel() > 1 else adv

@@ -132,6 +132,7 @@ from training.learner import (
     seat_gae,
     shaped_rewards,
 )
+from training.recipes import RECIPES
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
@@ -152,11 +153,12 @@ class Args:
     """decisions to train on, all seats together (with --resume, the checkpoint's among them),
     rounded down to whole updates of --num-envs x --num-steps (at least one) (0: 2,000,000
     without --time-limit, no cap with one)"""
-    num_envs: int = 256
-    """games played in lock-step"""
+    num_envs: int = 64
+    """games played in lock-step (the default, with --lr 1e-3 and --num-minibatches 4, is the
+    short run that learned fastest: small rollouts, many updates; docs/training.md)"""
     num_steps: int = 128
     """steps of every game per rollout"""
-    lr: float = 3e-4
+    lr: float = 1e-3
     """Adam learning rate (the start of the decay with --anneal-lr)"""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the run (its decisions or --time-limit)"""
@@ -166,7 +168,7 @@ class Args:
     """GAE lambda of the advantages"""
     update_epochs: int = 4
     """passes over each rollout"""
-    num_minibatches: int = 8
+    num_minibatches: int = 4
     """minibatches per pass"""
     clip_coef: float = 0.2
     """PPO clip range of the probability ratio"""
@@ -868,6 +870,30 @@ def evaluate(net: PolicyNet, args: Args, rules: Rules, seed: int) -> dict:
     return out
 
 
+def train_message(stats: dict) -> str:
+    """One line of an update's training statistics (:func:`training.learner.ppo_update`'s):
+    the policy and value losses, the entropy and the explained variance of the values."""
+    return (
+        f"policy loss {stats['loss/policy']:+.4f}, value loss {stats['loss/value']:.4f}, "
+        f"entropy {stats['loss/entropy']:.3f}, explained variance "
+        f"{stats['loss/explained_variance']:+.3f}"
+    )
+
+
+def say(bar, text: str) -> None:
+    """Print ``text`` on a line of its own above the progress bar ``bar`` (or None): on a
+    terminal tqdm clears the bar, prints and draws it again; in a file (a log) the bar's line
+    is ended first, so that the text never follows the bar on its line."""
+    if bar is None:
+        print(text, flush=True)
+    elif bar.fp.isatty():
+        bar.write(text)
+    else:
+        bar.fp.write("\n")
+        bar.fp.flush()
+        print(text, flush=True)
+
+
 def eval_message(ev: dict) -> str:
     """One line of an evaluation: each opponent's margin by sampling and by argmax."""
     return "  ".join(
@@ -1054,12 +1080,15 @@ def run(
             who = rng.integers(len(fixed) + len(pool), size=(games.size, n))
             pool_seat[games] = np.where(pick, who, -1)
 
-    def report_eval(label: str) -> dict:
-        """Evaluate the network now; print the result and log it to TensorBoard."""
+    def report_eval(label: str, stats: dict | None = None) -> dict:
+        """Evaluate the network now; print the result (after an update, its losses, entropy
+        and explained variance first) and log it to TensorBoard."""
         net.eval()
         ev = evaluate(net, args, rules, seed=args.seed + 1000)
         net.train()
-        print(f"update {label} decisions {decisions:,}: {eval_message(ev)}", flush=True)
+        if stats is not None:
+            say(bar, f"update {label} decisions {decisions:,}: {train_message(stats)}")
+        say(bar, f"update {label} decisions {decisions:,}: {eval_message(ev)}")
         if writer:
             for k, v in ev.items():
                 writer.add_scalar(f"eval/margin_vs_{k}", v["margin"], decisions)
@@ -1068,6 +1097,7 @@ def run(
 
     obs, masks, seats = env.reset(seed=seed)
     draw_pool(np.arange(B))
+    bar = None
     history, updates = [], []
     if args.eval_every and args.eval_opponents and not resumed and lead:  # where the curve starts
         ev = report_eval(str(start_update))
@@ -1075,7 +1105,6 @@ def run(
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
-    bar = None
     if args.progress and lead:
         from tqdm import tqdm
 
@@ -1198,7 +1227,7 @@ def run(
             (args.eval_every and (update + 1) % args.eval_every == 0) or last
         ):
             of = f"/{num_updates}" if num_updates else ""
-            row["eval"] = report_eval(f"{update + 1}{of}")
+            row["eval"] = report_eval(f"{update + 1}{of}", stats)
             history.append(row)
         broken = sorted(k for k, v in stats.items() if not math.isfinite(v))
         if broken:  # metrics.jsonl holds them as null (standard JSON has no NaN)
@@ -1266,7 +1295,7 @@ checks its flags, then trains its share; every process needs the same ``--resume
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, prog(MODULE)), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, prog(MODULE), recipes=RECIPES), PROG)
 
 
 if __name__ == "__main__":

@@ -741,7 +741,7 @@ class LeanPPOLearner(PPOTorchLearner):
       gradient scalers or learning-rate schedulers) RLlib's own method runs, with its zeroing
       of non-finite gradients.
     - The per-epoch shuffle: RLlib's ``SampleBatch.shuffle`` gathers every column with torch's
-      advanced indexing; :class:`_TakeShuffledBatch` draws the same permutation and gathers CPU
+      advanced indexing; ``_TakeShuffledBatch`` draws the same permutation and gathers CPU
       columns with ``numpy.take``, about three times faster on this machine."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
@@ -829,7 +829,7 @@ class LeanPPOLearner(PPOTorchLearner):
 
 
 def _take_shuffles(batch: SampleBatch) -> bool:
-    """Whether :class:`_TakeShuffledBatch` shuffles ``batch`` as RLlib would: rows without a
+    """Whether ``_TakeShuffledBatch`` shuffles ``batch`` as RLlib would: rows without a
     time rank or infos, every column a CPU tensor."""
     if batch.get(SampleBatch.SEQ_LENS) is not None or Columns.INFOS in batch:
         return False

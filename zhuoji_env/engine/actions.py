@@ -31,6 +31,7 @@ HU = 83
 PASS = 84
 BAOTING = 85
 NUM_ACTIONS = 86
+"""Size of the action space: the length of every legal-action mask."""
 
 _TILE_ACTIONS = {"discard": DISCARD, "angang": ANGANG, "bugang": BUGANG}
 _PLAIN_ACTIONS = {"pong": PONG, "kong": KONG, "hu": HU, "pass": PASS, "baoting": BAOTING}

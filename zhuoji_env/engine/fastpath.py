@@ -49,9 +49,10 @@ _BUGANGS = slice(A.BUGANG, A.BUGANG + NUM_KINDS)
 
 
 def step_one(rules: Rules, st: State, actions) -> np.ndarray | None:
-    """:func:`core.step` of a one-game batch when the action is a legal discard, or a legal
-    pass, pong or kong in a response window that closes without a win; ``None`` (nothing
-    changed) for anything else, including illegal input, which the array code then reports."""
+    """:func:`~zhuoji_env.engine.core.step` of a one-game batch when the action is a legal
+    discard, or a legal pass, pong or kong in a response window that closes without a win;
+    ``None`` (nothing changed) for anything else, including illegal input, which the array code
+    then reports."""
     if not isinstance(actions, np.ndarray) or actions.shape != (1,):
         return None
     if actions.dtype.kind not in "iu":

@@ -28,6 +28,7 @@ MAX_AMOUNT = 2**53 - 1
 """Largest amount or score a stored result may hold: no hand within the switch bounds of
 :mod:`zhuoji_env.rules` comes near it, and every JSON reader holds it exactly."""
 RESULT_KEYS = ("end", "winners", "flip", "next_dealer", "next_streak", "deltas", "ledger")
+"""The keys of a record's ``result`` object (RULES.md 10)."""
 
 
 class RecordError(ValueError):

@@ -5,38 +5,38 @@ Seats are absolute (0..n-1); ``n`` is ``Rules.num_players``.
 
 Glossary of the names used in the engine (identifier, 汉字, English, RULES.md section):
 
-============================  ==========  ====================================  =======
-identifier                    汉字        English                               RULES.md
-============================  ==========  ====================================  =======
-``wall``, ``front``, ``back`` 牌墙        the wall, live and replacement ends   2
-``dealer``, ``streak``        庄家, 连庄  dealer, dealer streak k               8.1-8.2
-``baoting``                   报听        declared ready (硬报 hard, 软报 soft)  3.4
-``AN_KONG`` / ``dou_an``      闷豆        concealed kong (``angang``)           4, 7.3
-``BU_KONG`` / ``dou_bu``      转弯豆      added kong on a pong (``bugang``)     4, 7.3
-``MING_KONG`` / ``dou_ming``  点豆        exposed kong on a discard (``kong``)  4, 7.3
-``meld_late``                 憨包豆      late kong, collects nothing           4
-``PONG_MELD``                 碰          pong                                  3.2
-``hu``                        胡          a win; the hand payment item          5, 7.2
-``END_ZIMO``                  自摸        self-drawn win                        6, 7.2
-``END_RON``                   点炮        win on a discard                      6, 7.2
-``END_QIANGGANG``             抢杠        win by robbing a ``bugang``           3.3, 7.2
-``END_DRAW``                  黄庄        exhaustive draw                       6, 7.5
-``rerpao``                    热炮        win on a discard after a kong in the  5.3, 7.2
-                                          same turn (杠上炮); ``rerpao`` is the
-                                          record format's spelling of 热炮
-``turn_kong``                 (热炮)      kongs completed in the current turn   7.2
-``rep_draw``                  杠上开花    win on a replacement draw             7.2
-``pass_lock`` / ``baopai``    过手胡, 包牌 passing a win; its penalty             5.4
-``flip``                      翻鸡        flip tile; next(F) is a chicken       7.4
-``chicken``                   鸡          chicken tile payments                 7.4
-``YAOJI`` (tiles)             幺鸡        the ``1s`` tile, always a chicken     7.4
-``chongfeng``                 冲锋鸡      charging chicken: first ``1s`` left   7.4
-                                          in its discarder's river
-``zeren``                     责任鸡      responsibility chicken (claimed 1s)   7.4
-``bao_ji``                    包鸡        a seat not ready pays for its 1s      7.4
-``chajiao``                   查叫        paying ready seats after 黄庄         7.5
-burned                        烧鸡烧豆    collects nothing this hand (app)      7.2
-============================  ==========  ====================================  =======
+==============================  ============  ======================================  ========
+identifier                      汉字          English                                 RULES.md
+==============================  ============  ======================================  ========
+``wall``, ``front``, ``back``   牌墙          the wall, live and replacement ends     2
+``dealer``, ``streak``          庄家, 连庄    dealer, dealer streak k                 8.1-8.2
+``baoting``                     报听          declared ready (硬报 hard, 软报 soft)   3.4
+``AN_KONG`` / ``dou_an``        闷豆          concealed kong (``angang``)             4, 7.3
+``BU_KONG`` / ``dou_bu``        转弯豆        added kong on a pong (``bugang``)       4, 7.3
+``MING_KONG`` / ``dou_ming``    点豆          exposed kong on a discard (``kong``)    4, 7.3
+``meld_late``                   憨包豆        late kong, collects nothing             4
+``PONG_MELD``                   碰            pong                                    3.2
+``hu``                          胡            a win; the hand payment item            5, 7.2
+``END_ZIMO``                    自摸          self-drawn win                          6, 7.2
+``END_RON``                     点炮          win on a discard                        6, 7.2
+``END_QIANGGANG``               抢杠          win by robbing a ``bugang``             3.3, 7.2
+``END_DRAW``                    黄庄          exhaustive draw                         6, 7.5
+``rerpao``                      热炮          win on a discard after a kong in the    5.3, 7.2
+                                              same turn (杠上炮); ``rerpao`` is the
+                                              record format's spelling of 热炮
+``turn_kong``                   (热炮)        kongs completed in the current turn     7.2
+``rep_draw``                    杠上开花      win on a replacement draw               7.2
+``pass_lock`` / ``baopai``      过手胡, 包牌  passing a win; its penalty              5.4
+``flip``                        翻鸡          flip tile; next(F) is a chicken         7.4
+``chicken``                     鸡            chicken tile payments                   7.4
+``YAOJI`` (tiles)               幺鸡          the ``1s`` tile, always a chicken       7.4
+``chongfeng``                   冲锋鸡        charging chicken: first ``1s`` left     7.4
+                                              in its discarder's river
+``zeren``                       责任鸡        responsibility chicken (claimed 1s)     7.4
+``bao_ji``                      包鸡          a seat not ready pays for its 1s        7.4
+``chajiao``                     查叫          paying ready seats after 黄庄           7.5
+burned                          烧鸡烧豆      collects nothing this hand (app)        7.2
+==============================  ============  ======================================  ========
 """
 
 from __future__ import annotations

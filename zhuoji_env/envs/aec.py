@@ -1,21 +1,20 @@
-# noqa: D212, D415
-"""
-# Zhuoji mahjong (贵阳捉鸡麻将): the PettingZoo AEC environment ``zhuoji_v1``
+"""Zhuoji mahjong (贵阳捉鸡麻将): the PettingZoo AEC environment ``zhuoji_v1``.
 
-| Creation          | ``zhuoji_env.env(rules="guiyang")`` (wrapped), ``zhuoji_env.raw_env(...)`` |
-|-------------------|----------------------------------------------------------------------------|
-| Actions           | Discrete                                                                   |
-| Parallel API      | No (one seat decides at a time: RULES.md 3)                                |
-| Manual control    | No                                                                         |
-| Agents            | ``['player_0', 'player_1', 'player_2', 'player_3']`` (3 with 3 players)    |
-| Action shape      | ``()`` (one integer 0-85; ``np.array([1])`` is refused)                    |
-| Action values     | ``Discrete(86)``                                                           |
-| Observation shape | ``{"observation": (OBS_SIZE,) float32, "action_mask": (86,) int8}``        |
-| State shape       | ``(STATE_SIZE,)`` float32 (``env.state()``, full information)              |
+=================  ==========================================================================
+Creation           ``zhuoji_env.env(rules="guiyang")`` (wrapped), ``zhuoji_env.raw_env(...)``
+Actions            Discrete
+Parallel API       No (one seat decides at a time: RULES.md 3)
+Manual control     No
+Agents             ``['player_0', 'player_1', 'player_2', 'player_3']`` (3 with 3 players)
+Action shape       ``()`` (one integer 0-85; ``np.array([1])`` is refused)
+Action values      ``Discrete(86)``
+Observation shape  ``{"observation": (OBS_SIZE,) float32, "action_mask": (86,) int8}``
+State shape        ``(STATE_SIZE,)`` float32 (``env.state()``, full information)
+=================  ==========================================================================
 
 The rules are those of ``docs/RULES.md``; this page documents the environment around them.
 
-## Construction
+.. rubric:: Construction
 
 ``zhuoji_env.env(render_mode=None, rules="guiyang", illegal_action="penalty", **switches)``
 
@@ -41,7 +40,7 @@ convention (with the penalty and the info below), and the action check below rep
 ``AssertOutOfBoundsWrapper`` (whose assertion takes ``True`` for 1 and fails a float with an
 ``AssertionError``).
 
-## Agents and turn order
+.. rubric:: Agents and turn order
 
 Agents are ``player_0`` .. ``player_{n-1}``, seat ``s`` being ``player_s``. The agent selected
 is always the seat the engine asks now (RULES.md 3): the turn seat in its turn, and in a response
@@ -49,7 +48,7 @@ or rob window each seat *that has a legal claim*, in turn order from the discard
 with no legal claim are never selected, so an agent is only asked when it has a real choice or
 must play a turn (its mask then holds at least one action; ``pass`` is always legal in a window).
 
-## Episodes and the match
+.. rubric:: Episodes and the match
 
 An episode is one match of ``hands_per_game`` hands (RULES.md 8.2; default 1 hand). The dealer
 and streak carry from hand to hand, the next hand is dealt as soon as one ends, and scores
@@ -62,22 +61,13 @@ resets after one seeded reset is reproducible.
 ``reset(options={"wall": W, "dealer": d})`` deals the first hand from a given wall (108 kinds or
 tile codes, RULES.md 2) and dealer instead; later hands of the match are dealt from the seed.
 
-## Action space
+.. rubric:: Action space
 
-One ``Discrete(86)`` shared by every decision (``zhuoji_env.engine.actions``):
+One ``Discrete(86)`` shared by every decision: the index table is
+:mod:`zhuoji_env.engine.actions`'s (0-26 discard, 27-53 concealed kong, 54-80 added kong, 81
+pong, 82 kong, 83 hu, 84 pass, 85 baoting).
 
-| index | action | meaning (RULES.md 3) |
-|-------|--------|----------------------|
-| 0-26  | ``discard t``  | discard a tile of kind t (``1m``=0 .. ``9m``=8, ``1p``=9 .. ``9s``=26) |
-| 27-53 | ``angang t``   | concealed kong (闷豆) of kind t - 27 |
-| 54-80 | ``bugang t``   | add the fourth tile of kind t - 54 to one's pong (转弯豆) |
-| 81    | ``pong``       | claim the discard for a pong (碰) |
-| 82    | ``kong``       | claim the discard for an exposed kong (点豆) |
-| 83    | ``hu``         | win: self-drawn, on a discard, or robbing a kong (胡) |
-| 84    | ``pass``       | decline a claim (过) |
-| 85    | ``baoting``    | declare ready (报听), only with the ``baoting`` switch |
-
-## Observation space
+.. rubric:: Observation space
 
 ``observe(agent)`` returns ``{"observation": float32[OBS_SIZE], "action_mask": int8[86]}``.
 ``observation`` is ``zhuoji_env.observation.encode`` of that seat's view (format
@@ -103,7 +93,7 @@ counts, the flip tile), for centralised critics; ``state_space`` is its Box.
 ``zhuoji_env.belief.sample`` deals complete games for decision-time search; an agent made by
 ``make_agent("search:BASE")`` acts with ``agent.act_view(obs, mask, env.public_view())``.
 
-## Rewards
+.. rubric:: Rewards
 
 When a hand ends every seat receives its settlement for the hand (RULES.md 7: what it received
 minus what it paid, zero-sum, in units times ``base_stake``); all other steps give 0. Rewards
@@ -111,7 +101,7 @@ arrive per hand, so the episode return of a seat is its match score. As in every
 environment, ``last()`` returns what the agent accumulated since it last acted (a seat that did
 not act after the hand ended reads its score on its next turn, or at termination).
 
-## Infos
+.. rubric:: Infos
 
 After a hand ends, ``infos[agent]`` holds, until that agent next acts:
 
@@ -126,7 +116,7 @@ After a hand ends, ``infos[agent]`` holds, until that agent next acts:
 The whole record of every hand of the match (RULES.md 10, replayable with
 ``zhuoji_env.replay``) is kept in ``env.unwrapped.records``.
 
-## Actions given and illegal actions
+.. rubric:: Actions given and illegal actions
 
 An action is an integer: a Python ``int``, a numpy integer scalar or a 0-d integer array, taken
 as that integer. Anything else (a float such as ``1.0``, a bool, a string, ``None`` for an
@@ -144,7 +134,7 @@ of hands that ended earlier in the match stand. With ``illegal_action="raise"`` 
 naming the agent, the action and the legal actions; the environment is unchanged, so the
 caller may retry.
 
-## Errors
+.. rubric:: Errors
 
 ``raw_env``'s ``step``, ``observe``, ``state``, ``action_mask`` and ``render`` before
 ``reset()`` raise ``RuntimeError``, and so does its ``step`` once every agent has left after
@@ -160,7 +150,7 @@ given with a ``wall``; another key is a ``ValueError`` (but ``"options"``, which
 ``api_test`` passes, is ignored). ``illegal_reward`` must be a finite number
 (``TypeError``/``ValueError`` otherwise).
 
-## Rendering
+.. rubric:: Rendering
 
 ``render()`` draws a text table: the hand number, dealer and streak, tiles left in the wall, the
 phase and the seat to act (with its legal actions when the viewer is that seat); then per seat
@@ -173,7 +163,7 @@ tile faces colour-coded by suit, chickens and the 冲锋鸡 marked, the flip til
 last discard, tiles left and match scores); its size depends only on the number of seats, so
 video recorders can take the frames.
 
-## Version history
+.. rubric:: Version history
 
 * v1: initial release (observation ``zhuoji-obs-v1``, record format ``zhuoji-record-1``).
 

@@ -80,10 +80,15 @@ __all__ = [
 ]
 
 HAND_ITEMS = ("hu", "rerpao", "baopai", "chajiao")
+"""The ledger items (RULES.md 7) of a score's ``hand`` part."""
 KONG_ITEMS = ("dou_an", "dou_bu", "dou_ming")
+"""The ledger items of a score's ``kong`` part (beans)."""
 CHICKEN_ITEMS = ("chicken", "chongfeng", "zeren", "bao_ji")
+"""The ledger items of a score's ``chicken`` part."""
 _PARTS = {"hand": HAND_ITEMS, "kong": KONG_ITEMS, "chicken": CHICKEN_ITEMS}
 ILLEGAL_ACTION_MODES = ("penalty", "raise")
+"""What ``illegal_action`` may be: ``"penalty"`` ends the episode with a penalty, ``"raise"``
+raises :class:`~zhuoji_env.engine.core.IllegalActionError`."""
 _PHASES = ("turn", "response window", "rob window", "报听 discard", "over")
 
 

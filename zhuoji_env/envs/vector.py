@@ -1,7 +1,7 @@
 """``SelfPlayVecEnv``: batched self-play over ``BatchGame`` with per-seat credit assignment.
 
-SelfPlayVecEnv: every seat of B games, one shared policy
-====================================================================
+.. rubric:: SelfPlayVecEnv: every seat of B games, one shared policy
+
 ``SelfPlayVecEnv(num_envs=1024, rules="guiyang", seed=None, encode_obs=True, keep_records=False,
 reward_scale=1.0, **switches)`` (``num_envs`` an integer >= 1, ``encode_obs`` and
 ``keep_records`` ``True`` or ``False``, ``reward_scale`` a finite number > 0) runs B games of
