@@ -104,7 +104,7 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.fileio import write_text_atomic
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.machine import code_version, describe, machine_line
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.record import RECORD_BYTES
@@ -978,6 +978,7 @@ def import_plugins(parser: argparse.ArgumentParser, modules: Sequence[str]) -> N
             raise
 
 
+@exits_2_when_out_of_memory("python -m agents.arena")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.arena",

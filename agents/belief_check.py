@@ -36,7 +36,7 @@ from zhuoji_env import belief, hands
 from zhuoji_env.engine import BatchGame, core
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.state import OPT_HU, TURN, State
-from zhuoji_env.limits import SizeError
+from zhuoji_env.limits import SizeError, exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS
@@ -183,6 +183,7 @@ def improve_values(text: str) -> list[float]:
     return values
 
 
+@exits_2_when_out_of_memory("python -m agents.belief_check")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.belief_check",

@@ -73,6 +73,7 @@ from agents.base import DEVICES
 from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_specs
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules, parse_switches
 
 FORMAT = "zhuoji-ladder-1"
@@ -685,6 +686,7 @@ def compact_lists(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- command line
+@exits_2_when_out_of_memory("python -m agents.ladder")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.ladder",

@@ -37,6 +37,7 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
 from zhuoji_env.engine.state import OVER, RESPONSE, ROB, State
 from zhuoji_env.envs.render import render_table
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.tiles import UNICODE, full_set, kind
@@ -175,6 +176,7 @@ def play_hand(
     return result_of(st, 0)
 
 
+@exits_2_when_out_of_memory("python -m agents.play")
 def main(
     argv: Sequence[str] | None = None,
     ask: Callable[[str], str] | None = None,

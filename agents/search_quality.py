@@ -52,6 +52,7 @@ from agents.search import (
 from zhuoji_env import belief
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 
 
@@ -193,6 +194,7 @@ def run(
     }
 
 
+@exits_2_when_out_of_memory("python -m agents.search_quality")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.search_quality",

@@ -389,10 +389,10 @@ SHIP = ["--name", "ppo-app", "--deals", "1", "--workers", "1"]
 def test_ship_policy_checks_every_stage_before_writing_anything(tmp_path, capsys):
     ship = tmp_path / "ship"
     for bad, says in (
-        ({"seconds": "n/a"}, "stage 0: 'seconds' is 'n/a', it must be a finite number >= 0"),
-        ({"decisions": True}, "'decisions' is True"),
-        ({"commit": 7}, "'commit' is 7, it must be a string or null"),
-        ({"seconds": float("nan")}, "'seconds' is nan"),
+        ({"seconds": "n/a"}, "stages[0]['seconds'] is 'n/a': must be a finite number >= 0"),
+        ({"decisions": True}, "stages[0]['decisions'] is True"),
+        ({"commit": 7}, "stages[0]['commit'] is 7: must be a string or null"),
+        ({"seconds": float("nan")}, "stages[0]['seconds'] is nan"),
         ({"command": "python -m training.ppo_selfplay --reward-scale=0"}, "--reward-scale is 0.0"),
     ):
         ckpt = tiny_checkpoint(tmp_path / "c.pt", **bad)
@@ -460,14 +460,15 @@ def test_ship_policy_killed_leaves_the_old_pair_or_one_it_finishes(tmp_path, whe
     if when == "writing the json":  # neither file touched: the old pair, or none
         assert {n: b for n, b in snapshot(ship).items() if not n.startswith(".")} == before
         assert "deleted the staged files" in ship_policy.finish_interrupted(ship, "ppo-app")
-        assert snapshot(ship) == before
+        assert {n: b for n, b in snapshot(ship).items() if n != fileio.LOCK_NAME} == before
     else:  # the new .pt landed, the .json not yet: the next ship finishes the pair
         pt, js = (ship / "ppo-app.pt").read_bytes(), (ship / "ppo-app.json").read_bytes()
         assert pt != before["ppo-app.pt"] and js == before["ppo-app.json"]
         assert "finished an interrupted ship" in ship_policy.finish_interrupted(ship, "ppo-app")
         record = json.loads((ship / "ppo-app.json").read_text())
         assert record["sha256"] == sha(pt) and record["file"] == "ppo-app.pt"
-    assert not [p.name for p in ship.iterdir() if p.name.startswith(".")]
+    left = [p.name for p in ship.iterdir() if p.name.startswith(".")]
+    assert left in ([], [fileio.LOCK_NAME])  # the lock file a killed ship leaves, unlocked
 
 
 def test_ship_policy_plays_its_tables_under_the_checkpoints_preset(tmp_path, monkeypatch):
@@ -562,8 +563,8 @@ def edit(path: Path, **changes) -> None:
     "change, says",
     [
         ({"decisions": None}, "update_2.pt: its 'decisions' is None"),
-        ({"decisions": "many"}, "update_2.pt: its 'decisions' is 'many'"),
-        ({"rules": {"preset": "nowhere"}}, "update_2.pt: its rules {'preset': 'nowhere'}"),
+        ({"decisions": "many"}, "update_2.pt: 'decisions' is 'many': must be an integer >= 0"),
+        ({"rules": {"preset": "nowhere"}}, "update_2.pt: 'rules' is {'preset': 'nowhere'}: must"),
         ({"rules": None}, "update_2.pt: records no rules"),
     ],
 )
@@ -1219,7 +1220,7 @@ def test_a_resume_whose_optimizer_state_is_another_networks_is_refused_before_an
     for change, said in [
         (lambda o: o["state"][0].update(exp_avg=torch.zeros(3, 3)), "parameter 0: shape (3, 3)"),
         (lambda o: o["param_groups"][0]["params"].pop(), "the state of 7 parameters"),
-        (lambda o: o.pop("param_groups"), "is not Adam's state"),
+        (lambda o: o.pop("param_groups"), "must be an optimizer's state dict"),
     ]:
         grafted = tmp_path / "grafted.pt"
         state = copy.deepcopy(extra)

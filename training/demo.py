@@ -32,7 +32,7 @@ from training.cli import FlagError, check_arena_deals, file_names, json_text, pl
 from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
 from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules
 
 SHIPPED = "ppo-guiyang"
@@ -142,6 +142,7 @@ def plot(history: list[dict], arena: dict, path: Path) -> None:
     plt.close(fig)
 
 
+@exits_2_when_out_of_memory("python -m training.demo")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.demo",

@@ -70,6 +70,7 @@ from zhuoji_env.engine import BatchGame
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import batch_memory
 from zhuoji_env.fileio import write_atomic, write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
 
@@ -354,6 +355,7 @@ def train(args: Args) -> dict:
     return stage
 
 
+@exits_2_when_out_of_memory("python -m training.distill_search")
 def main(argv: list[str] | None = None) -> int:
     return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
 

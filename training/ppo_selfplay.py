@@ -136,6 +136,7 @@ from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -1264,6 +1265,7 @@ JOB = Job(PROG, check_args, train_share, files={"resume": "checkpoint"})
 checks its flags, then trains its share; every process needs the same ``--resume``."""
 
 
+@exits_2_when_out_of_memory("python -m training.ppo_selfplay")
 def main(argv: list[str] | None = None) -> int:
     return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
 

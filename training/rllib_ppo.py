@@ -70,6 +70,7 @@ from zhuoji_env.fileio import (
     write_dir_atomic,
     write_text_atomic,
 )
+from zhuoji_env.limits import exits_2_when_out_of_memory
 
 try:
     from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
@@ -555,6 +556,7 @@ PROG = "python -m training.rllib_ppo"
 """The command in usage and error lines."""
 
 
+@exits_2_when_out_of_memory("python -m training.rllib_ppo")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(Args, argv, __doc__, PROG)
     if RAY_MISSING:  # after the parse, so that --help shows the flags without Ray

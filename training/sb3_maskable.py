@@ -50,6 +50,7 @@ from training.cli import (
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import unused_path, write_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -400,6 +401,7 @@ PROG = "python -m training.sb3_maskable"
 """The command in usage and error lines."""
 
 
+@exits_2_when_out_of_memory("python -m training.sb3_maskable")
 def main(argv: list[str] | None = None) -> int:
     return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
 
