@@ -73,7 +73,7 @@ from agents.base import DEVICES
 from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_specs
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.fileio import write_text_atomic
-from zhuoji_env.limits import exits_2_when_out_of_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules, parse_switches
 
 FORMAT = "zhuoji-ladder-1"
@@ -363,6 +363,12 @@ class Ladder:
         return "\n".join(lines)
 
 
+def check_bootstrap(bootstrap: int, num_labels: int, what: str) -> None:
+    """:func:`~zhuoji_env.limits.check_memory` of ``bootstrap`` resamples of ``num_labels``
+    ratings (float64, with the copies their percentiles take); ``what`` names them."""
+    check_memory(f"{what} of {num_labels} ratings", 3 * 8 * bootstrap * num_labels)
+
+
 def fit_ladder(
     labels: Sequence[str],
     specs: Sequence[str],
@@ -388,6 +394,7 @@ def fit_ladder(
         raise ValueError(f"{len(specs)} specs for {len(labels)} labels: give one spec per label")
     bootstrap = integer_at_least("bootstrap", bootstrap, 0)
     seed = integer_at_least("seed", seed, 0)
+    check_bootstrap(bootstrap, len(labels), f"bootstrap={bootstrap} resamples")
     if anchor not in labels:
         raise ValueError(f"the anchor {anchor!r} is not among the agents {labels}")
     if not pairs:
@@ -788,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         if ANCHOR not in specs:
             parser.error(f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0")
         try:
+            check_bootstrap(boot, len(specs), f"--bootstrap {boot} resamples")
             check_versus(versus or [], specs, args.versus)
             rules = Rules.make(preset, **parse_switches(args.set))
             if proto and rules.num_players != proto.num_players:

@@ -57,9 +57,12 @@ def parse_command(text: str, legal: np.ndarray) -> tuple[int | None, str]:
         return None, "enter an action (a tile code such as 5m, an action name, or its number)"
     legal_text = ", ".join(A.describe(a) for a in np.flatnonzero(legal))
     if words[0].isascii() and words[0].isdigit() and len(words) == 1:
+        if len(words[0]) > 3 or not 0 <= int(words[0]) < A.NUM_ACTIONS:  # int() refuses 4,301
+            shown = (
+                words[0] if len(words[0]) <= 12 else f"{words[0][:12]}... ({len(words[0])} digits)"
+            )
+            return None, f"no action number {shown} (0-{A.NUM_ACTIONS - 1}); legal: {legal_text}"
         a = int(words[0])
-        if not 0 <= a < A.NUM_ACTIONS:
-            return None, f"no action number {a}; legal: {legal_text}"
         if not legal[a]:
             return None, f"{A.describe(a)} (number {a}) is not legal now; legal: {legal_text}"
         return a, ""

@@ -8,15 +8,21 @@ against memory before the work starts, and every prompt answers any input with a
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from agents.play import main as play_main
+from agents.play import parse_command
 from zhuoji_env import limits
 from zhuoji_env.limits import SizeError
 from zhuoji_env.observation import OBS_SIZE, VERSION
@@ -134,3 +140,110 @@ def test_an_allocation_that_fails_anyway_exits_2_with_its_size_and_the_limit(tmp
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("python -m agents.arena: error: out of memory: an allocation of 5.96")
     assert "the address-space limit (ulimit -v, 4.00 GiB) leaves" in last
+
+
+# --------------------------------------------------------------------------- flags, prompts
+
+COUNT_FLAGS = [
+    (
+        "agents.arena",
+        ["--agents", "random,greedy", "--deals", "8000", "--workers", "12", "--no-progress"],
+        "8000 deals x 6 seatings in 12 worker processes (workers=12) needs about",
+    ),
+    (
+        "agents.ladder",
+        ["--agents", "random,greedy", "--deals", "4", "--bootstrap", "100000000",
+         "--no-progress"],
+        "--bootstrap 100000000 resamples of 2 ratings needs about 4.47 GiB",
+    ),
+    (
+        "agents.ladder",
+        ["--agents", "random,greedy", "--deals", "8000", "--workers", "12", "--no-progress"],
+        "8000 deals x 6 seatings in 12 worker processes (workers=12) needs about",
+    ),
+    (
+        "agents.belief_check",
+        ["--base", "random", "--steps", "100000000", "--no-progress"],
+        "--steps 100000000 sampled every 4 at 64 tables with k=8 needs about",
+    ),
+    (
+        "agents.search_quality",
+        ["--base", "random", "--steps", "100000000", "--no-progress"],
+        "--steps 100000000 at 16 tables needs about",
+    ),
+    (
+        "training.ppo_selfplay",
+        ["--processes", "8", "--num-envs", "8", "--num-steps", "8", "--hidden", "8",
+         "--num-minibatches", "1", "--eval-opponents", "", "--no-progress"],
+        "--num-envs 8 x --num-steps 8 with --hidden 8 in --processes 8 needs about",
+    ),
+]  # fmt: skip
+"""Count flags that started processes or filled memory unchecked (12 arena workers, a hundred
+million bootstrap resamples, steps that keep every sample), each refused under a 1 GiB
+ZHUOJI_MEMORY_LIMIT before any work."""
+
+DRIVER = r"""
+import contextlib, importlib, io, json, os, sys
+results = []
+for module, argv, out in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = importlib.import_module(module).main([*argv, "--out-dir", out] if out else argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append([code, err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def test_every_count_flag_that_takes_memory_is_refused_before_the_work_starts(tmp_path):
+    cases = [
+        [m, argv, str(tmp_path / f"out{i}") if m.startswith("training") else ""]
+        for i, (m, argv, _) in enumerate(COUNT_FLAGS)
+    ]
+    env = {**os.environ, "ZHUOJI_MEMORY_LIMIT": str(GIB), "OMP_NUM_THREADS": "1"}
+    p = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(cases)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (8 * GIB, 8 * GIB)),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    results = json.loads(p.stdout.strip().splitlines()[-1])
+    for (module, _, says), (code, err) in zip(COUNT_FLAGS, results, strict=True):
+        assert code == 2 and "Traceback" not in err, (module, code, err[-1500:])
+        assert says in err and "more than the 1.00 GiB that ZHUOJI_MEMORY_LIMIT sets" in err, (
+            module,
+            err[-800:],
+        )
+    assert not any(tmp_path.iterdir())
+
+
+@given(st.text(max_size=60) | st.from_regex(r"\s*[0-9]{1,6000}\s*", fullmatch=True))
+@settings(max_examples=300, deadline=None)
+def test_every_prompt_answer_gets_a_message(text):
+    """A 5,000-digit number ended the game with int()'s traceback."""
+    legal = np.zeros(86, bool)
+    legal[[4, 30, 83]] = True
+    action, message = parse_command(text, legal)
+    assert (action is not None and legal[action] and message == "") or (
+        action is None and message and len(message) < 2000
+    )
+
+
+def test_a_5000_digit_answer_is_rejected_and_the_game_goes_on():
+    answers = iter(["5" * 5000, "quit"])
+    said = []
+    assert (
+        play_main(["--seed", "1", "--opponents", "random"], lambda _: next(answers), said.append)
+        == 0
+    )
+    assert any(
+        line.startswith("Rejected: no action number 555555555555... (5000 digits) (0-85)")
+        for line in said
+    )
+    assert said[-1] == "Bye."

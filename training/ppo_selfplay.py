@@ -136,7 +136,7 @@ from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
-from zhuoji_env.limits import exits_2_when_out_of_memory
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, exits_2_when_out_of_memory
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -469,10 +469,13 @@ def check_args(
     width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
     if not resumed and args.hidden != Args.hidden:  # the flag was given: name it
         width = f"--hidden {hidden}"
+    others = args.processes - 1  # this machine's other processes, each with its networks
     check_flag_memory(
         f"--num-envs {args.num_envs} x --num-steps {args.num_steps} with {width}"
-        + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
-        memory_needed(args, in_size, hidden),
+        + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else "")
+        + (f" in --processes {args.processes}" if others else ""),
+        memory_needed(args, in_size, hidden)
+        + others * (TORCH_PROCESS_BYTES + network_memory(args, in_size, hidden)),
     )
     if agent_specs(args.eval_opponents):
         check_arena_deals(args.eval_deals, rules)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from training.cli import FlagError, json_text, plain
 from zhuoji_env.fileio import open_for_writing, unused_path
-from zhuoji_env.limits import exits_2_when_out_of_memory
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, check_memory, exits_2_when_out_of_memory
 
 try:
     from training.rllib_ppo import LOCAL_IP as LOOPBACK
@@ -263,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.runners < 1:
         parser.error("--iterations and --runners must be at least 1")
+    try:  # the two nodes, the driver and a process per env runner, on this machine
+        check_memory(f"--runners {args.runners}", (3 + args.runners) * TORCH_PROCESS_BYTES)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         out = simulate(
             args.out_dir,

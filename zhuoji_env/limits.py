@@ -35,6 +35,14 @@ UNLIMITED = 1 << 60
 """A cgroup v1 limit at or above this is no limit (it writes 2**63 rounded to pages)."""
 
 
+PROCESS_BYTES = 80 << 20
+"""Memory of a worker process that plays the engine (an interpreter with numpy and the engine
+imported: 80 MB measured), counted per process a count flag starts."""
+TORCH_PROCESS_BYTES = 270 << 20
+"""Memory of a worker process that imports torch (270 MB measured with the agents and the
+trainer imported), counted per process that may load a network."""
+
+
 class SizeError(ValueError):
     """A size whose memory estimate exceeds :func:`memory_limit`."""
 
