@@ -1,4 +1,5 @@
-"""What each field of a checkpoint may hold, checked once, as the checkpoint is loaded.
+"""What each field of a checkpoint, and of a shipped policy's provenance, may hold, checked once,
+as the file is read.
 
 A checkpoint (:mod:`agents.ppo`) is a dict: the network's tensors (``model``), the trainer's
 (``optimizer``, ``critic``) and metadata in plain data. :func:`check_fields` checks every field
@@ -6,6 +7,8 @@ the package reads (:data:`FIELDS`; a training stage's by :data:`STAGE_FIELDS`, t
 arguments by :data:`ARGS_FIELDS`) and refuses a bad one with a ``ValueError`` naming the file
 and the field, e.g. ``ckpt.pt: stages[1]['command'] is 7: must be a string``. Everything that
 reads a checkpoint's metadata after :func:`agents.ppo.load_checkpoint` can take it as checked.
+A shipped policy's ``NAME.json`` is checked the same way by :func:`check_provenance`
+(:data:`PROVENANCE_FIELDS`), as :func:`agents.ppo.provenance` reads it.
 Fields the package does not read are left to whoever wrote them, as long as they are plain data
 (the tensors of a checkpoint are sized before it is read: :mod:`agents.untrusted`).
 """
@@ -163,3 +166,36 @@ def check_fields(ckpt: dict, name: str) -> None:
             raise _refuse(name, f"args[{key!r}]", ckpt["args"][key], allowed)
     if "stages" in ckpt:
         check_stages(ckpt["stages"], name)
+
+
+PROVENANCE_FIELDS: dict[str, Check] = {
+    "name": STRING,
+    "preset": STRING,
+    "file": STRING,
+    "sha256": (
+        lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
+        "64 lowercase hexadecimal digits",
+    ),
+    "decisions": INT_AT_LEAST_0,
+    "seconds": STAGE_FIELDS["seconds"],
+    "stages": FIELDS["stages"],
+    "arena": PLAIN_OBJECT,
+}
+"""Every field of a shipped policy's provenance (``training.ship_policy`` writes them all)."""
+
+
+def check_provenance(record, name: str) -> None:
+    """Refuse (``ValueError`` naming ``name``, the file, and the field) a provenance that is
+    not an object holding every field of :data:`PROVENANCE_FIELDS` as it says."""
+    if not isinstance(record, dict):
+        raise _refuse(name, "the whole file", record, "an object")
+    missing = [key for key in PROVENANCE_FIELDS if key not in record]
+    if missing:
+        raise ValueError(
+            f"{name}: lacks {', '.join(map(repr, missing))}; a shipped policy's provenance says "
+            f"{', '.join(PROVENANCE_FIELDS)}"
+        )
+    for key, (ok, allowed) in PROVENANCE_FIELDS.items():
+        if not ok(record[key]):
+            raise _refuse(name, repr(key), record[key], allowed)
+    check_stages(record["stages"], name)

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from agents.base import DEVICES, Agent, check_device_name
-from agents.checkpoint_fields import check_fields
+from agents.checkpoint_fields import check_fields, check_provenance
 from agents.rule import VERSION_RULE, RuleAgent
 from agents.untrusted import size_torch_file
 from zhuoji_env.engine.actions import NUM_ACTIONS
@@ -573,18 +573,31 @@ def shipped_policy(name: str) -> Path:
 
 def provenance(name: str) -> dict:
     """A shipped policy's provenance (``NAME.json``): how it was trained (``stages``: command,
-    commit, decisions, seconds), the checkpoint's sha256, and its arena tables."""
+    commit, decisions, seconds), the checkpoint's sha256, and its arena tables; a file that
+    does not parse, or lacks a field or holds a wrong one
+    (:func:`agents.checkpoint_fields.check_provenance`), is a ``ValueError`` naming the file and
+    the field."""
     path = shipped_policy(name).with_suffix(".json")
     if not path.is_file():
         raise ValueError(f"shipped policy {name!r} has no provenance file {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    size = path.stat().st_size
+    check_memory(f"{path} ({size:,} bytes)", 16 * size)  # the text and the objects parsed
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(
+            f"{path}: not the provenance of shipped policy {name!r}, it does not parse as JSON "
+            f"({exc}); restore it (git checkout agents/policies) or ship the policy again"
+        ) from None
+    check_provenance(record, str(path))
+    return record
 
 
 def check_shipped_pair(name: str) -> None:
     """Refuse a shipped policy whose ``NAME.pt`` is not the checkpoint its ``NAME.json``
     describes (its sha256 differs): a pair mixed by a hand copy or an interrupted ship."""
     path = shipped_policy(name)
-    want = provenance(name).get("sha256")
+    want = provenance(name)["sha256"]
     got = hashlib.sha256(path.read_bytes()).hexdigest()
     if got != want:
         raise ValueError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import io
+import json
 import os
 import pickle
 import subprocess
@@ -287,3 +288,49 @@ def test_a_malformed_checkpoint_field_is_named_with_its_file_by_every_reader(
     err = capsys.readouterr().err
     assert f"{path}: " in err and says in err
     assert not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------------------- package files
+
+DAMAGED = [
+    (lambda text: text[: len(text) // 2], "does not parse as JSON"),
+    (lambda text: "\xff" + text, "does not parse as JSON"),
+    (lambda text: "[" * 100_000, "does not parse as JSON"),
+    (lambda text: json.dumps(drop(json.loads(text), "preset")), "lacks 'preset'"),
+    (lambda text: json.dumps(drop(json.loads(text), "sha256")), "lacks 'sha256'"),
+    (lambda text: json.dumps({**json.loads(text), "sha256": 5}), "'sha256' is 5: must be 64"),
+    (lambda text: json.dumps({**json.loads(text), "stages": "x"}), "'stages' is 'x': must be"),
+    (lambda text: json.dumps([1]), "the whole file is [1]: must be an object"),
+]
+"""Damaged ``NAME.json`` files of a shipped policy: each a traceback (KeyError, JSONDecodeError)
+or a message without the file's name."""
+
+
+def drop(record: dict, key: str) -> dict:
+    return {k: v for k, v in record.items() if k != key}
+
+
+@pytest.mark.parametrize("damage, says", DAMAGED, ids=[s for _, s in DAMAGED][:3] + [
+    "no preset", "no sha256", "sha256 5", "stages x", "a list"])  # fmt: skip
+def test_a_damaged_shipped_policy_file_is_named_with_its_field(
+    tmp_path, monkeypatch, capsys, damage, says
+):
+    import shutil
+
+    import agents.ppo as ppo
+    from agents import make_agent
+    from agents.arena import main as arena_main
+
+    for suffix in (".pt", ".json"):
+        shutil.copy(ppo.POLICY_DIR / f"ppo-app{suffix}", tmp_path)
+    record = tmp_path / "ppo-app.json"
+    record.write_text(damage(record.read_text(encoding="utf-8")), encoding="utf-8")
+    monkeypatch.setattr(ppo, "POLICY_DIR", tmp_path)
+    with pytest.raises(ValueError) as refused:
+        make_agent("ppo-app")
+    assert str(refused.value).startswith(f"{record}: ") and says in str(refused.value)
+    with pytest.raises(SystemExit) as exit_:
+        arena_main(["--agents", "ppo-app,random", "--deals", "1", "--no-progress"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert str(record) in err and says in err and "Traceback" not in err
