@@ -118,9 +118,9 @@ class DeclaredUnpickler(pickle.Unpickler):
     :class:`Declared` stand-in and each storage a :class:`Storage`, so the storages can be
     sized and traced to the keys that hold them before torch reads any of them."""
 
-    def __init__(self, file, name: str):
+    def __init__(self, file):
         super().__init__(file)
-        self.name, self.globals, self.storages = name, {}, []
+        self.globals, self.storages = {}, []
 
     def find_class(self, module: str, name: str):
         qualified = f"{module}.{name}"
@@ -166,7 +166,7 @@ def _legacy_refusal(source: Path | bytes, name: str, what: str) -> ValueError:
     torch allocates as the pickle names them, before anything can size them."""
     stream = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")
     with stream:
-        unpickler = DeclaredUnpickler(stream, name)
+        unpickler = DeclaredUnpickler(stream)
         try:
             for _ in range(4):  # the magic number, the protocol, the system's info, the object
                 unpickler.load()
@@ -267,7 +267,7 @@ def size_torch_file(
         prefix = pickles[0].filename[: -len("data.pkl")]
         sizes = {i.filename: i.file_size for i in entries}
         pickled = read_entry(archive, name, pickles[0].filename, what)
-        unpickler = DeclaredUnpickler(io.BytesIO(pickled), name)
+        unpickler = DeclaredUnpickler(io.BytesIO(pickled))
         try:
             top = unpickler.load()
         except Refused as exc:

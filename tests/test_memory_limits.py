@@ -247,3 +247,18 @@ def test_a_5000_digit_answer_is_rejected_and_the_game_goes_on():
         for line in said
     )
     assert said[-1] == "Bye."
+
+
+def test_an_allocation_failure_is_told_by_its_size_and_other_errors_are_left_alone():
+    cpu = RuntimeError(
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+        "memory: you tried to allocate 6400000000 bytes. Error code 12"
+    )
+    assert limits.allocation_failure(cpu).startswith("out of memory: an allocation of 5.96 GiB")
+    gpu = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79 GiB total)")
+    assert limits.allocation_failure(gpu).startswith("out of GPU memory: an allocation of 2.00")
+    with pytest.raises(MemoryError) as numpy_error:
+        np.empty(1 << 62, dtype=np.uint8)
+    assert "an allocation of 4,294,967,296.00 GiB" in limits.allocation_failure(numpy_error.value)
+    assert limits.allocation_failure(RuntimeError("shapes do not match")) is None
+    assert limits.allocation_failure(ValueError("out of memory")) is None

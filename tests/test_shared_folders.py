@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from agents.arena import main as arena_main
 from agents.ppo import PolicyNet, save_checkpoint
@@ -236,3 +239,122 @@ def test_a_second_ship_into_a_folder_being_shipped_to_is_refused_at_once(tmp_pat
         first.communicate("")
     assert ship_policy.main([*argv, "--out-dir", str(ship)]) == 0
     assert sorted(p.name for p in ship.iterdir()) == ["ppo-app.json", "ppo-app.pt"]
+
+
+# --- Ctrl-C -----------------------------------------------------------------------------------
+
+TINY = [
+    "--num-envs", "4", "--num-steps", "8", "--hidden", "8", "--num-minibatches", "1",
+    "--update-epochs", "1", "--eval-opponents", "", "--save-every", "1", "--no-progress",
+]  # fmt: skip
+
+
+def _interrupt_when(proc: subprocess.Popen, ready, seconds: float = 240) -> tuple[str, str]:
+    """Send Ctrl-C's SIGINT to ``proc`` once ``ready()`` holds; its output."""
+    deadline = time.monotonic() + seconds
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # as the terminal sends it: to the whole process group
+    return proc.communicate(timeout=120)
+
+
+def _rows(metrics: Path) -> int:
+    return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_ctrl_c_on_a_trainer_ends_with_one_line_that_resumes_it(tmp_path, processes):
+    """It ended in a KeyboardInterrupt traceback (from every process of a data-parallel run)."""
+    from training import ppo_selfplay
+
+    run = tmp_path / "run"
+    argv = [*TINY, "--total-decisions", "1000000", "--processes", str(processes)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training.ppo_selfplay", *argv, "--out-dir", str(run)],
+        cwd=ROOT, env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    out, err = _interrupt_when(proc, lambda: _rows(run / "metrics.jsonl") >= 2)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    prefix = "python -m training.ppo_selfplay: interrupted: "
+    assert last.startswith(prefix) and " holds update " in last, last
+    command = shlex.split(last.partition("resume with: ")[2])
+    assert command[:3] == ["python", "-m", "training.ppo_selfplay"] and "--force" not in command
+    resume = command[command.index("--resume") + 1]  # latest.pt, or a newer update_<k>.pt
+    assert last.startswith(f"{prefix}{resume} holds update ") and Path(resume).parent == run
+    saved = torch.load(resume, weights_only=True)
+    flags = command[3:]
+    flags[flags.index("--total-decisions") + 1] = str(saved["decisions"] + 32)
+    if "--processes" in flags:  # resumed in this process
+        del flags[flags.index("--processes") : flags.index("--processes") + 2]
+    assert ppo_selfplay.main(flags) == 0  # the command goes on from where it stopped
+    assert torch.load(run / "latest.pt", weights_only=True)["update"] == saved["update"] + 1
+
+
+def test_ctrl_c_before_any_checkpoint_says_nothing_was_saved(tmp_path, monkeypatch, capsys):
+    from training import ppo_selfplay
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ppo_selfplay, "ppo_update", stop)
+    run = tmp_path / "run"
+    assert ppo_selfplay.main([*TINY, "--total-decisions", "64", "--out-dir", str(run)]) == 130
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("python -m training.ppo_selfplay: interrupted: nothing was saved;")
+    assert "start again with: python -m training.ppo_selfplay" in last
+
+
+def test_ctrl_c_on_a_ship_leaves_the_old_pair_and_says_so(tmp_path, monkeypatch, capsys):
+    from training import ship_policy
+
+    stage = {"command": "python -m training.ppo_selfplay", "commit": None, "preset": "app",
+             "decisions": 64, "seconds": 1.5}  # fmt: skip
+    ckpt = tmp_path / "c.pt"
+    rules = {"preset": "app", "overrides": {}}
+    save_checkpoint(ckpt, PolicyNet(8), update=1, decisions=64, rules=rules, stages=[stage])
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ship_policy, "arena_tables", stop)
+    ship = tmp_path / "ship"
+    argv = ["--checkpoint", str(ckpt), "--name", "ppo-app", "--out-dir", str(ship)]
+    assert ship_policy.main(argv) == 130
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("python -m training.ship_policy: interrupted: nothing was shipped")
+    assert list(ship.iterdir()) == []  # no staged file, no lock
+
+
+def test_ctrl_c_on_the_trainers_that_save_at_the_end_says_so(tmp_path, monkeypatch, capsys):
+    """sb3_maskable saves model.zip, distill_search its three files, only when they end."""
+    import sb3_contrib
+
+    from training import distill_search, sb3_maskable
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sb3_contrib.MaskablePPO, "learn", stop)
+    argv = ["--total-timesteps", "64", "--n-envs", "2", "--n-steps", "32", "--batch-size", "32",
+            "--eval-opponents", "", "--out-dir", str(tmp_path / "sb3")]  # fmt: skip
+    assert sb3_maskable.main(argv) == 130
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(
+        "python -m training.sb3_maskable: interrupted: model.zip is saved when training ends and "
+        "a run does not resume: nothing was saved; start again with: python -m "
+        "training.sb3_maskable "
+    )
+    base = tmp_path / "base.pt"
+    save_checkpoint(base, PolicyNet(8), update=1, decisions=64, rules={"preset": "guiyang"})
+    monkeypatch.setattr(distill_search, "collect", stop)
+    out = tmp_path / "distilled"
+    assert distill_search.main(["--base", str(base), "--tables", "2", "--out-dir", str(out)]) == 130
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(
+        "python -m training.distill_search: interrupted: the searched decisions and the network "
+        "are written at the end: nothing was saved; start again with: python -m "
+    )

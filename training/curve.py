@@ -24,7 +24,7 @@ from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
 from agents.registry import split_specs
-from training.cli import json_text, plain
+from training.cli import interrupted, json_text, plain
 from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import write_atomic, write_text_atomic
 from zhuoji_env.limits import SizeError, exits_2_when_out_of_memory
@@ -202,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(points, a.opponent, a.deals, a.seed, a.workers)
     except SizeError as exc:  # --deals too many for this machine: raised before the first game
         parser.error(f"--deals {a.deals}: {exc}")
+    except KeyboardInterrupt:
+        return interrupted(
+            parser.prog,
+            lambda: (
+                f"nothing was written ({a.out} and its JSON are written once every "
+                "checkpoint is measured); run the same command again"
+            ),
+        )
     plot(rows, a.opponent, a.deals, out, a.title)
     write_text_atomic(
         out.with_suffix(".json"),

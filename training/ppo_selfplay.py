@@ -85,6 +85,7 @@ from agents.ppo import (
     PolicyNet,
     PPOAgent,
     load_checkpoint,
+    load_weights_only,
     reward_scale_of,
     save_checkpoint,
 )
@@ -105,6 +106,7 @@ from training.cli import (
     check_fields,
     check_flag_memory,
     check_out_dir,
+    command_line,
     device_from_flag,
     drop_rows_after,
     file_names,
@@ -117,6 +119,7 @@ from training.cli import (
     rules_from_flag,
     run_main,
     source_commit,
+    start_again,
 )
 from training.distributed import Job, data_parallel, launch, launch_command, rank_seed
 from training.learner import (
@@ -1269,8 +1272,29 @@ checks its flags, then trains its share; every process needs the same ``--resume
 
 
 @exits_2_when_out_of_memory("python -m training.ppo_selfplay")
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left in ``--out-dir`` and the command that resumes it from
+    its newest checkpoint (``latest.pt``, or the ``update_<k>.pt`` a stop kept it from copying
+    there), or, with none saved, starts it again (:func:`training.cli.start_again`)."""
+    out = Path(args.out_dir)
+    saved = [p for p in run_files(out) if checkpoint_update(p) is not None]
+    if not saved:
+        return start_again(PROG, args, run_files(out))
+    newest = max(saved, key=checkpoint_update)
+    ckpt = load_weights_only(newest, str(newest))
+    if (out / "latest.pt").is_file() and load_weights_only(out / "latest.pt", "latest.pt").get(
+        "update"
+    ) == ckpt.get("update"):
+        newest = out / "latest.pt"
+    again = command_line(PROG, dataclasses.replace(args, resume=str(newest), force=False))
+    return (
+        f"{newest} holds update {ckpt.get('update', 0)} ({ckpt.get('decisions', 0):,} "
+        f"decisions) and metrics.jsonl its rows; resume with: {again}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG, saved_message)
 
 
 if __name__ == "__main__":

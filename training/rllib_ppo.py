@@ -55,13 +55,16 @@ from training.cli import (
     check_fields,
     check_flag_memory,
     check_out_dir,
+    command_line,
     drop_rows_after,
     file_names,
+    interrupted,
     json_text,
     lock_out_dir,
     parse_args,
     remove_paths,
     rules_from_flag,
+    start_again,
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
@@ -604,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     except FlagError as exc:  # another run holds --out-dir, or one was made there meanwhile
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return interrupted(PROG, lambda: saved_message(args))
     except Exception as exc:
         message = failure_message(exc)
         if message is None:
@@ -611,6 +616,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     return 0
+
+
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left in ``--out-dir`` (its checkpoint, saved every
+    ``--save-every`` iterations) and the command that resumes it, or starts it again."""
+    out = Path(args.out_dir)
+    recover_dir(out / CHECKPOINT)
+    if not (out / CHECKPOINT).is_dir():
+        found = [out / name for name in RUN_FILES if (out / name).exists()]
+        return start_again(PROG, args, found)
+    again = command_line(PROG, dataclasses.replace(args, resume=str(out), force=False))
+    return (
+        f"{out / CHECKPOINT} holds the last checkpoint saved (every --save-every "
+        f"{args.save_every} iterations) and metrics.jsonl its rows; resume with: {again}"
+    )
 
 
 def failure_message(exc: BaseException) -> str | None:

@@ -46,6 +46,7 @@ from training.cli import (
     parse_args,
     rules_from_flag,
     run_main,
+    start_again,
 )
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.engine.actions import NUM_ACTIONS
@@ -402,8 +403,24 @@ PROG = "python -m training.sb3_maskable"
 
 
 @exits_2_when_out_of_memory("python -m training.sb3_maskable")
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left: ``model.zip`` is saved at the end only, so nothing
+    of its training but the ``--snapshot-minutes`` snapshots there; SB3's runs do not resume,
+    so the command that starts it again (:func:`training.cli.start_again`)."""
+    taken = sorted(p for p in Path(args.out_dir).glob("model-*min.zip") if p.is_file())
+    left = [p for p in [Path(args.out_dir) / MODEL, *taken] if p.exists()]
+    held = (
+        f"{args.out_dir} holds {', '.join(p.name for p in taken)} (each plays as sb3:PATH); "
+        if taken
+        else ""
+    )
+    return f"{held}model.zip is saved when training ends and a run does not resume: " + start_again(
+        PROG, args, left
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG, saved_message)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from agents.arena import against_each
 from agents.checkpoint_fields import check_stages
 from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
-from training.cli import check_out_dir, json_text, plain
+from training.cli import check_out_dir, interrupted, json_text, plain
 from zhuoji_env.bench import check_counts
 from zhuoji_env.fileio import FolderBusy, lock_dir, write_text_atomic
 from zhuoji_env.limits import SizeError, exits_2_when_out_of_memory
@@ -201,7 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     except FolderBusy as exc:
         parser.error(f"--out-dir {a.out_dir}: {exc}")
     with lock:
-        return ship(a, parser, net, ckpt, stages, rules, out_dir)
+        try:
+            return ship(a, parser, net, ckpt, stages, rules, out_dir)
+        except KeyboardInterrupt:  # the staged files are gone (ship); the pair there stands
+            return interrupted(
+                parser.prog,
+                lambda: (
+                    f"nothing was shipped, --out-dir {a.out_dir} holds what it held; ship "
+                    "again with the same command"
+                ),
+            )
 
 
 def ship(a, parser, net, ckpt: dict, stages: list[dict], rules: Rules, out_dir: Path) -> int:

@@ -179,7 +179,8 @@ _TORCH_UNITS = re.compile(r"Tried to allocate ([\d.]+) (KiB|MiB|GiB|TiB)")
 
 def allocation_failure(exc: BaseException) -> str | None:
     """The message for an allocation that failed (``MemoryError``, numpy's with its size, or
-    torch's allocator error): the size where known and the limit; None for any other error."""
+    torch's allocator error, the CPU's or a GPU's): the size where known and the limit; None
+    for any other error."""
     size = None
     if isinstance(exc, MemoryError):
         size = getattr(exc, "_total_size", None)  # numpy's _ArrayMemoryError
@@ -196,8 +197,10 @@ def allocation_failure(exc: BaseException) -> str | None:
             size = float(units[1]) * scale[units[2]]
     else:
         return None
-    limit, source = min(limits())  # the real ones: ZHUOJI_MEMORY_LIMIT may have let it through
     asked = f"an allocation of {_gib(size)}" if size else "an allocation"
+    if "CUDA" in str(exc):  # the GPU's memory, which the limits here do not measure
+        return f"out of GPU memory: {asked} failed on the GPU (make the sizes smaller)"
+    limit, source = min(limits())  # the real ones: ZHUOJI_MEMORY_LIMIT may have let it through
     return (
         f"out of memory: {asked} failed, more than the {_gib(limit)} {source} (make the sizes "
         "smaller, or free memory)"
