@@ -296,7 +296,8 @@ def size_torch_file(
                     f"keeps tensors only in {', '.join(map(repr, tensor_keys))}, the rest is "
                     "plain data"
                 )
-    declared = sum(s.count * _element_size(s.kind) for s in unpickler.storages)
+    distinct = {s.key: s for s in unpickler.storages}.values()  # views share their storage
+    declared = sum(s.count * _element_size(s.kind) for s in distinct)
     check_memory(f"{name}: tensors of {declared:,} bytes", declared)
 
 

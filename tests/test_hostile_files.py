@@ -11,6 +11,7 @@ pickle asks numpy for a large array.
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import json
 import os
@@ -67,11 +68,17 @@ def _peak(code: str, field: str = "VmHWM") -> tuple[str, int]:
     return "\n".join(said), int(peak) * 1024
 
 
+@functools.cache
+def _baseline(imports: str, field: str = "VmHWM") -> int:
+    """The peak memory of a child that only runs ``imports`` (measured once per test run)."""
+    return _peak(imports, field)[1]
+
+
 def _refused_within(load: str, path: Path, imports: str) -> str:
     """Run ``load`` (an expression loading ``path``) in a child; it must raise ``ValueError``
     with a peak memory within the baseline of ``imports`` plus 8 times the file's size and
     16 MiB of slack. Returns the message."""
-    _, baseline = _peak(imports)
+    baseline = _baseline(imports)
     said, peak = _peak(
         f"{imports}\ntry:\n    {load}\nexcept ValueError as e:\n    print('refused:', e)\n"
     )
@@ -115,7 +122,7 @@ def test_a_small_ppo_checkpoint_inflating_to_a_large_tensor_is_refused_in_little
 def test_a_tensor_under_a_key_the_loader_does_not_read_is_refused_without_reading_it(tmp_path):
     path = tmp_path / "noted.pt"
     save_checkpoint(path, PolicyNet(8), note=torch.zeros(16 * MIB))
-    _, baseline = _peak(PPO_IMPORTS)
+    baseline = _baseline(PPO_IMPORTS)
     said, peak = _peak(
         f"{PPO_IMPORTS}\ntry:\n    make_agent('ppo:{path}')\n"
         "except ValueError as e:\n    print('refused:', e)\n"
@@ -206,7 +213,7 @@ def test_an_rllib_state_asking_for_a_large_array_is_refused_before_allocation(
     assert path.stat().st_size < 1024
     imports = "from agents.untrusted import StateUnpickler"
     load = f"StateUnpickler(open({str(path)!r}, 'rb'), budget={path.stat().st_size}).load()"
-    _, baseline = _peak(imports, "VmPeak")
+    baseline = _baseline(imports, "VmPeak")
     said, peak = _peak(
         f"{imports}\nimport pickle\ntry:\n    {load}\n"
         "except pickle.UnpicklingError as e:\n    print('refused:', e)\n",

@@ -723,6 +723,34 @@ def test_rllib_ppo_checks_eval_deals_against_memory(tmp_path, capsys):
     rllib_ppo.check_args(rllib_ppo.Args(eval_deals=10**12, eval_opponents="", out_dir=args.out_dir))
 
 
+def test_rllib_ppo_checks_its_runners_and_batch_against_memory_and_answers_ctrl_c(
+    tmp_path, capsys, monkeypatch
+):
+    """Env runners and learners are processes, each importing torch: a thousand of them were
+    started unchecked. Ctrl-C ended in a traceback."""
+    pytest.importorskip("ray.rllib", reason="Ray RLlib is not installed (make rllib)")
+    from training import rllib_ppo
+
+    out = str(tmp_path / "run")
+    monkeypatch.setenv("ZHUOJI_MEMORY_LIMIT", str(1 << 30))
+    with pytest.raises(ValueError, match="--num-env-runners 1000 x --envs-per-runner 32 .* needs"):
+        rllib_ppo.check_args(rllib_ppo.Args(num_env_runners=1000, eval_deals=0, out_dir=out))
+    assert rllib_ppo.main(["--train-batch", str(10**8), "--eval-deals", "0", "--out-dir", out]) == 2
+    assert f"--train-batch {10**8} and --hidden 256 needs about" in capsys.readouterr().err
+    monkeypatch.delenv("ZHUOJI_MEMORY_LIMIT")
+
+    def stop(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rllib_ppo, "train", stop)
+    assert rllib_ppo.main(["--eval-deals", "0", "--out-dir", out]) == 130
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (
+        "python -m training.rllib_ppo: interrupted: nothing was saved; start again with: "
+        f"python -m training.rllib_ppo --eval-deals 0 --out-dir {out}"
+    )
+
+
 def test_bench_learner_reports_a_bad_size_in_its_own_flags(capsys):
     from training import bench_learner
 
