@@ -106,7 +106,7 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.fileio import write_text_atomic
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, check_memory, exits_2_when_out_of_memory
 from zhuoji_env.machine import (
     code_version,
     describe,
@@ -765,18 +765,33 @@ CHUNK_BYTES = 256
 
 
 def planned_memory(
-    deals: int, num_agents: int, num_seatings: int, per_chunk: int, num_players: int, keep: bool
+    deals: int,
+    num_agents: int,
+    num_seatings: int,
+    per_chunk: int,
+    num_players: int,
+    keep: bool,
+    processes: int = 0,
 ) -> int:
     """Bytes an arena plans on: each deal's id and per-agent sums (twice: per chunk, then
     joined), each chunk's bookkeeping, with ``keep`` every game's record and wall, and one
-    chunk of games in play (the engine's batch and its observations, float32)."""
+    chunk of games in play (the engine's batch and its observations, float32) in this process
+    and in each of ``processes`` workers, each a process that may load a network
+    (:data:`~zhuoji_env.limits.TORCH_PROCESS_BYTES`)."""
     per_deal = 8 + 2 * num_agents * len(FIELDS) * 8
     if keep:
         per_deal += num_seatings * (RECORD_BYTES + NUM_TILES + 64)
     chunks = -(-deals // per_chunk)
     in_play = min(per_chunk, deals) * num_seatings
     per_game = batch_memory(1, num_players) + 2 * 4 * OBS_SIZE
-    return deals * per_deal + chunks * CHUNK_BYTES + in_play * per_game
+    playing = (1 + processes) * in_play * per_game + processes * TORCH_PROCESS_BYTES
+    return deals * per_deal + chunks * CHUNK_BYTES + playing
+
+
+def worker_processes(workers: int, chunks: int, keep_games: bool) -> int:
+    """The worker processes an arena of ``chunks`` chunks starts for ``workers`` (0: it plays
+    in this process): at most one per chunk, none when it keeps its games."""
+    return min(workers, chunks) if workers > 1 and chunks > 1 and not keep_games else 0
 
 
 def run_arena(
@@ -824,9 +839,11 @@ def run_arena(
     n = rules.num_players
     rotations = seatings(len(agents), n, seating)
     per_chunk = max(1, chunk_games // len(rotations))
+    processes = worker_processes(workers, -(-deals // per_chunk), keep_games)
     check_memory(
-        f"{deals} deals x {len(rotations)} seatings",
-        planned_memory(deals, len(agents), len(rotations), per_chunk, n, keep_games),
+        f"{deals} deals x {len(rotations)} seatings"
+        + (f" in {processes} worker processes (workers={workers})" if processes else ""),
+        planned_memory(deals, len(agents), len(rotations), per_chunk, n, keep_games, processes),
     )
     if device is not None:
         agents, applied = on_devices(agents, device)
@@ -845,7 +862,7 @@ def run_arena(
     bar = _progress(total, progress)
     start = time.perf_counter()
     results = []
-    if workers > 1 and len(chunks) > 1 and not keep_games:
+    if processes:
 
         def collect(res):
             results.append(res)
@@ -1053,6 +1070,7 @@ def portable_or_restart(
     )
 
 
+@exits_2_when_out_of_memory("python -m agents.arena")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("agents.arena"),

@@ -36,13 +36,20 @@ from zhuoji_env import belief, hands
 from zhuoji_env.engine import BatchGame, core
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.state import OPT_HU, TURN, State
-from zhuoji_env.limits import SizeError
+from zhuoji_env.limits import SizeError, check_memory, exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules
 from zhuoji_env.tiles import NUM_KINDS
 
 BUCKETS = [0, 2, 5, 8, 12, 10_000]
 """Edges of the river-length buckets: 0-1, 2-4, 5-7, 8-11 and 12 or more discards."""
+
+
+HELD_KINDS = 14
+"""The most kinds a seat to discard holds: the danger rows a table adds per sample and source."""
+ROW_BYTES = 64
+"""Bytes a row of the readiness or danger table takes as it is gathered and then joined (its
+numbers, its source's label, the concatenated copy)."""
 
 
 def grades(
@@ -60,9 +67,15 @@ def grades(
     length, the hand's source (``real`` or ``improve=A``) and its shanten. Danger: one row per
     (acting seat to discard, kind it holds, source), whether it is really dangerous and the
     source's prediction (the real hands' is the fact itself)."""
+    n = rules.num_players
+    kept = HELD_KINDS * (1 + len(improve)) + (n - 1) * (1 + k * len(improve))
+    check_memory(
+        f"--steps {steps} sampled every {every} at {tables} tables with k={k}",
+        -(-steps // every) * tables * kept * ROW_BYTES,
+    )
     game = BatchGame(rules, batch_size=tables, seed=seed)
     rng = np.random.default_rng(seed)
-    g, n = np.arange(tables), game.num_players
+    g = np.arange(tables)
     parts, danger = [], []
     for step in tqdm(range(steps), disable=not progress, desc="steps"):
         st = game.state
@@ -183,6 +196,7 @@ def improve_values(text: str) -> list[float]:
     return values
 
 
+@exits_2_when_out_of_memory("python -m agents.belief_check")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.belief_check",

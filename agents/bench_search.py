@@ -22,6 +22,7 @@ from agents.base import decide
 from agents.registry import make_agent
 from agents.search import SearchAgent
 from zhuoji_env.engine import BatchGame
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 from zhuoji_env.observation import encode
 
@@ -47,6 +48,7 @@ def measure(spec: str, tables: int, warmup: int, decisions: int, seed: int, pres
     return {"tables": tables, "searched": count, "seconds": seconds}
 
 
+@exits_2_when_out_of_memory("python -m agents.bench_search")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.bench_search", description=__doc__)
     parser.add_argument("--agent", default="search:ppo-guiyang", help="a search:BASE spec")

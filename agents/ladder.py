@@ -90,6 +90,7 @@ from agents.registry import SHIPPED_POLICIES, make_agent, on_devices, split_spec
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.game import is_integer, is_real
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.machine import is_portable
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.versions import ENVIRONMENT, check_stamp, stamp
@@ -415,6 +416,12 @@ class Ladder:
         return "\n".join(lines)
 
 
+def check_bootstrap(bootstrap: int, num_labels: int, what: str) -> None:
+    """:func:`~zhuoji_env.limits.check_memory` of ``bootstrap`` resamples of ``num_labels``
+    ratings (float64, with the copies their percentiles take); ``what`` names them."""
+    check_memory(f"{what} of {num_labels} ratings", 3 * 8 * bootstrap * num_labels)
+
+
 def fit_ladder(
     labels: Sequence[str],
     specs: Sequence[str],
@@ -452,6 +459,7 @@ def fit_ladder(
         raise ValueError(f"{len(specs)} specs for {len(labels)} labels: give one spec per label")
     bootstrap = integer_at_least("bootstrap", bootstrap, 0)
     seed = integer_at_least("seed", seed, 0)
+    check_bootstrap(bootstrap, len(labels), f"bootstrap={bootstrap} resamples")
     if anchor not in labels:
         raise ValueError(f"the anchor {anchor!r} is not among the agents {labels}")
     if not pairs:
@@ -1099,6 +1107,7 @@ def compact_lists(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- command line
+@exits_2_when_out_of_memory("python -m agents.ladder")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("agents.ladder"),
@@ -1252,16 +1261,17 @@ def main(argv: list[str] | None = None) -> int:
                 read_ladder(path.replace("{preset}", preset), rules, deals, seed, seating)
                 for path in args.reuse
             ]
-            held = bool(files) and not args.refit
-            if held:  # before any game: a ladder whose ratings cannot be held is refused
-                check_joinable(files[0], len(files), boot)
-                hold_published(file_fit(files[0], boot), files[0])
             labels, specs = ladder_agents(files, field + given_specs)
             if ANCHOR not in specs:
                 raise ValueError(
                     f"--agents must include {ANCHOR!r}: the ladder's anchor at rating 0"
                 )
+            check_bootstrap(boot, len(specs), f"--bootstrap {boot} resamples")
             check_versus(versus or [], specs, args.versus)
+            held = bool(files) and not args.refit
+            if held:  # before any game: a ladder whose ratings cannot be held is refused
+                check_joinable(files[0], len(files), boot)
+                hold_published(file_fit(files[0], boot), files[0])
             new = [s for s in specs if not any(s in t.specs for t in files)]
             start = time.perf_counter()
             pairs = play_pairs(

@@ -38,6 +38,7 @@ from zhuoji_env.engine import core
 from zhuoji_env.engine.records import result_of
 from zhuoji_env.engine.state import OVER, RESPONSE, ROB, State
 from zhuoji_env.envs.render import render_table
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.tiles import UNICODE, full_set, kind
@@ -57,9 +58,12 @@ def parse_command(text: str, legal: np.ndarray) -> tuple[int | None, str]:
         return None, "enter an action (a tile code such as 5m, an action name, or its number)"
     legal_text = ", ".join(A.describe(a) for a in np.flatnonzero(legal))
     if words[0].isascii() and words[0].isdigit() and len(words) == 1:
+        if len(words[0]) > 3 or not 0 <= int(words[0]) < A.NUM_ACTIONS:  # int() refuses 4,301
+            shown = (
+                words[0] if len(words[0]) <= 12 else f"{words[0][:12]}... ({len(words[0])} digits)"
+            )
+            return None, f"no action number {shown} (0-{A.NUM_ACTIONS - 1}); legal: {legal_text}"
         a = int(words[0])
-        if not 0 <= a < A.NUM_ACTIONS:
-            return None, f"no action number {a}; legal: {legal_text}"
         if not legal[a]:
             return None, f"{A.describe(a)} (number {a}) is not legal now; legal: {legal_text}"
         return a, ""
@@ -195,6 +199,7 @@ def play_hand(
     return result_of(st, 0)
 
 
+@exits_2_when_out_of_memory("python -m agents.play")
 def main(
     argv: Sequence[str] | None = None,
     ask: Callable[[str], str] | None = None,

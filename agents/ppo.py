@@ -8,10 +8,13 @@ v1 observation it is given; or ``zhuoji-obs-v2+rule``, v2 and the ``rule`` agent
 :func:`zhuoji_env.versions.stamp`; a checkpoint written before they were stated loads by its
 ``obs_version`` alone), and whatever the trainer adds (counters, its flags, ``rules`` in
 record form, the optimizer state). It is read with
-``torch.load(..., weights_only=True)``, which refuses to run code, and checked before use:
-a file that is not a checkpoint, is truncated, holds objects other than plain data, was
-trained on another observation size or version, or holds NaN or infinite weights raises
-``ValueError`` naming the file and what is wrong.
+``torch.load(..., weights_only=True)``, which refuses to run code, once its tensors are sized
+(:mod:`agents.untrusted`: loading costs no more memory than the file's size, and tensors are
+only under ``model``, ``optimizer`` and ``critic``), and checked before use: a file that is not
+a checkpoint, is truncated, holds objects other than plain data, declares more than it holds, has
+a field that does not hold what it should (:mod:`agents.checkpoint_fields`), was trained on
+another observation size or version, or holds NaN or infinite weights raises ``ValueError``
+naming the file and what is wrong.
 Four trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
 ``ppo-classic``, ``ppo-app``, the strongest per preset, and ``ppo-scratch``, guiyang's
 from-scratch reference; each with a provenance file), named like any
@@ -39,7 +42,9 @@ import torch
 from torch import nn
 
 from agents.base import DEVICES, Agent, check_device_name
+from agents.checkpoint_fields import check_fields, check_provenance
 from agents.rule import VERSION_RULE, RuleAgent
+from agents.untrusted import size_torch_file
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import check_flag, is_real
 from zhuoji_env.fileio import write_atomic
@@ -206,11 +211,24 @@ def refused_global(exc: BaseException) -> str | None:
     return None
 
 
-def load_weights_only(source: Path | bytes, name: str, what: str = "a PPO checkpoint"):
+TENSOR_KEYS = ("model", "optimizer", "critic")
+"""The keys of a checkpoint that hold tensors (the network's, the optimizer's and the oracle
+critic's state); every other key holds plain data."""
+
+
+def load_weights_only(
+    source: Path | bytes,
+    name: str,
+    what: str = "a PPO checkpoint",
+    tensor_keys: tuple[str, ...] | None = TENSOR_KEYS,
+):
     """What ``torch.save`` wrote to ``source`` (a file, or the bytes of one), read with
-    ``torch.load(..., weights_only=True)``, which runs no code from it. ``ValueError`` naming
-    ``name`` when it is refused: it holds a global that could run code, or is not a whole
+    ``torch.load(..., weights_only=True)``, which runs no code from it, once what it declares
+    is sized (:func:`agents.untrusted.size_torch_file`: tensors only under ``tensor_keys`` of
+    its top-level dict, None: anywhere). ``ValueError`` naming ``name`` when it is refused: it
+    holds a global that could run code, declares more than it holds, or is not a whole
     ``torch.save`` file."""
+    size_torch_file(source, name, what, tensor_keys)
     try:
         return torch.load(
             io.BytesIO(source) if isinstance(source, bytes) else source,
@@ -224,14 +242,9 @@ def load_weights_only(source: Path | bytes, name: str, what: str = "a PPO checkp
                 f"{name}: refused, it holds objects other than tensors and plain data "
                 f"({refused}), which could run code when loaded; nothing from it was run"
             ) from None
-        if isinstance(source, bytes):
-            head = source[:4]
-        else:
-            with open(source, "rb") as f:
-                head = f.read(4)
-        zipped = head == b"PK\x03\x04"  # torch.save writes a zip archive
-        why = "a truncated or damaged torch.save archive" if zipped else "not written by torch.save"
-        raise ValueError(f"{name}: not {what}, {why} ({type(exc).__name__})") from None
+        raise ValueError(
+            f"{name}: not {what}, a damaged torch.save archive ({type(exc).__name__})"
+        ) from None
 
 
 WEIGHT_COPIES = 3
@@ -305,6 +318,7 @@ def _read(path: Path) -> dict:
     ckpt = load_weights_only(path, str(path))
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         raise ValueError(f"{path}: not a zhuoji-env PPO checkpoint (no 'model' state dict)")
+    check_fields(ckpt, str(path))
     return ckpt
 
 
@@ -375,29 +389,17 @@ def reward_scale_of(ckpt: dict, name: str = "checkpoint") -> float:
     """The reward scale a checkpoint's value head was trained with: its trainer arguments', else
     that of the last ``training.ppo_selfplay`` stage (a shipped policy keeps its stages, not its
     arguments; a stage whose command has no ``--reward-scale`` ran at :data:`REWARD_SCALE`),
-    else :data:`REWARD_SCALE`. What it reads is checked: ``ValueError`` naming ``name`` (the
-    checkpoint file) and the field, for a scale that is not a finite number > 0, ``stages`` that
-    are not a list of objects with a ``command`` string, or a command that does not parse."""
+    else :data:`REWARD_SCALE`. ``ckpt``'s fields are checked already
+    (:func:`agents.checkpoint_fields.check_fields`, as :func:`load_checkpoint` loads it); a
+    stage's ``--reward-scale`` that is not a finite number > 0 is a ``ValueError`` naming
+    ``name`` (the checkpoint file) and the stage."""
     args = ckpt.get("args")
     if isinstance(args, dict) and "reward_scale" in args:
         return check_reward_scale(args["reward_scale"], f"{name}: args['reward_scale']")
     stages = ckpt.get("stages") or []
-    if not isinstance(stages, (list, tuple)):
-        raise ValueError(
-            f"{name}: 'stages' is {type(stages).__name__}, not a list of the runs that trained it"
-        )
     for k in range(len(stages) - 1, -1, -1):
         field = f"stages[{k}]['command']"
-        stage = stages[k]
-        command = stage.get("command", "") if isinstance(stage, dict) else None
-        if not isinstance(command, str):
-            raise ValueError(
-                f"{name}: stages[{k}] is {stage!r}, not an object with a 'command' string"
-            )
-        try:
-            words = shlex.split(command)
-        except ValueError as exc:
-            raise ValueError(f"{name}: {field} {command!r} does not parse ({exc})") from None
+        words = shlex.split(stages[k].get("command", ""))
         if "training.ppo_selfplay" not in words:
             continue
         for i, word in enumerate(words):
@@ -413,8 +415,8 @@ def value_trained_of(ckpt: dict) -> bool:
     """Whether a checkpoint's value head was trained: not where its run (its trainer arguments,
     else its last ``training.ppo_selfplay`` stage, as :func:`reward_scale_of` reads them) had
     ``--oracle-critic``, whose separate critic gave the values while the network's own head
-    stayed as it was initialised. Call it after :func:`reward_scale_of`, which checks what it
-    reads."""
+    stayed as it was initialised. ``ckpt``'s fields are checked already, as for
+    :func:`reward_scale_of`."""
     args = ckpt.get("args")
     if isinstance(args, dict) and "oracle_critic" in args:
         return not args["oracle_critic"]
@@ -483,12 +485,7 @@ class PPOAgent(Agent):
         scale (:func:`reward_scale_of`) are checked too, a bad one named with the file."""
         greedy = check_flag(greedy, "greedy")
         net, ckpt = load_checkpoint(path, device)
-        try:
-            rules = Rules.make(ckpt.get("rules"))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(
-                f"{path}: its 'rules' {ckpt.get('rules')!r} are refused: {exc}"
-            ) from None
+        rules = Rules.make(ckpt.get("rules"))  # checked as the checkpoint was loaded
         return cls(
             net,
             seed=seed,
@@ -626,18 +623,31 @@ def shipped_policy(name: str) -> Path:
 
 def provenance(name: str) -> dict:
     """A shipped policy's provenance (``NAME.json``): how it was trained (``stages``: command,
-    commit, decisions, seconds), the checkpoint's sha256, and its arena tables."""
+    commit, decisions, seconds), the checkpoint's sha256, and its arena tables; a file that
+    does not parse, or lacks a field or holds a wrong one
+    (:func:`agents.checkpoint_fields.check_provenance`), is a ``ValueError`` naming the file and
+    the field."""
     path = shipped_policy(name).with_suffix(".json")
     if not path.is_file():
         raise ValueError(f"shipped policy {name!r} has no provenance file {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    size = path.stat().st_size
+    check_memory(f"{path} ({size:,} bytes)", 16 * size)  # the text and the objects parsed
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(
+            f"{path}: not the provenance of shipped policy {name!r}, it does not parse as JSON "
+            f"({exc}); restore it (git checkout agents/policies) or ship the policy again"
+        ) from None
+    check_provenance(record, str(path))
+    return record
 
 
 def check_shipped_pair(name: str) -> None:
     """Refuse a shipped policy whose ``NAME.pt`` is not the checkpoint its ``NAME.json``
     describes (its sha256 differs): a pair mixed by a hand copy or an interrupted ship."""
     path = shipped_policy(name)
-    want = provenance(name).get("sha256")
+    want = provenance(name)["sha256"]
     got = hashlib.sha256(path.read_bytes()).hexdigest()
     if got != want:
         raise ValueError(

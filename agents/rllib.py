@@ -8,17 +8,17 @@ agent. Needs the ``rllib`` extra.
 Ray's own loader (``RLModule.from_checkpoint``) unpickles the checkpoint's ``*.pkl`` files with
 cloudpickle, which runs any code they hold. ``rllib:PATH`` runs none: it builds
 :class:`MaskedPolicyModule` itself, on the environment's spaces, and reads only the module's
-weights (``module_state.pkl``, a pickle of numpy arrays) with :class:`StateUnpickler`, which
-refuses every global but those that rebuild numpy arrays; the layer width comes from the
-weights' shapes, each checked against the architecture and this machine's memory first.
+weights (``module_state.pkl``, a pickle of numpy arrays) with
+:class:`agents.untrusted.StateUnpickler`, which refuses every global but those that rebuild
+numpy arrays and sizes every array against the file before it is allocated; the layer width
+comes from the weights' shapes, each checked against the architecture and the memory limit
+first.
 ``rllib+trusted:PATH`` loads through ``RLModule.from_checkpoint`` instead (any module class,
 and code from the files runs): name a checkpoint that way only if you trust whoever wrote it.
 """
 
 from __future__ import annotations
 
-import importlib
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from torch import nn
 
 from agents.base import Agent
 from agents.ppo import check_state, finite_or_refuse, pick_actions, policy_shapes, split_options
+from agents.untrusted import Refused, RefusedGlobal, StateUnpickler, plain_arrays
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.envs.common import observation_box
 from zhuoji_env.fileio import recover_dir
@@ -151,34 +152,6 @@ class RLlibAgent(Agent):
         return pick_actions(logits, self.greedy, self._gen)
 
 
-class RefusedGlobal(pickle.UnpicklingError):
-    """A global that :class:`StateUnpickler` does not load (its name is the message)."""
-
-
-class StateUnpickler(pickle.Unpickler):
-    """Unpickles a module state of numpy arrays (what Ray writes to ``module_state.pkl``) and
-    refuses any other global, so a crafted file cannot run code; refusals raise
-    :class:`RefusedGlobal`."""
-
-    ALLOWED = frozenset(
-        {
-            ("collections", "OrderedDict"),
-            ("numpy", "dtype"),
-            ("numpy", "ndarray"),
-            ("numpy._core.numeric", "_frombuffer"),
-            ("numpy.core.numeric", "_frombuffer"),
-            ("numpy._core.multiarray", "_reconstruct"),
-            ("numpy.core.multiarray", "_reconstruct"),
-        }
-    )
-    """The globals that rebuild an ordered dict of numpy arrays (numpy 1 and 2 names)."""
-
-    def find_class(self, module: str, name: str):
-        if (module, name) not in self.ALLOWED:
-            raise RefusedGlobal(f"{module}.{name}")
-        return getattr(importlib.import_module(module), name)
-
-
 def read_state(module_dir: Path, spec_path) -> dict[str, torch.Tensor]:
     """The weights in ``module_dir/module_state.pkl`` as tensors, unpickled by
     :class:`StateUnpickler` (no code runs); ``ValueError`` naming the file otherwise."""
@@ -195,12 +168,14 @@ def read_state(module_dir: Path, spec_path) -> dict[str, torch.Tensor]:
     check_memory(f"{file} ({size:,} bytes)", 2 * size)  # the bytes read, the arrays on them
     try:
         with open(file, "rb") as f:
-            state = StateUnpickler(f).load()
+            state = plain_arrays(StateUnpickler(f, budget=size).load())
     except RefusedGlobal as exc:
         raise ValueError(
             f"{file}: refused, it names {exc}, which could run code when loaded; nothing from "
             f"it was run (a module state holds only numpy arrays); {risk}"
         ) from None
+    except Refused as exc:
+        raise ValueError(f"{file}: refused, it declares {exc}; not an RLlib module state") from None
     except Exception as exc:  # a damaged pickle or array makes them raise almost anything
         raise ValueError(
             f"{file}: not an RLlib module state, a damaged pickle ({type(exc).__name__}: {exc})"

@@ -2,8 +2,11 @@
 
 ``training.sb3_maskable`` writes such models. SB3's ``.zip`` stores some of a model's settings
 with cloudpickle, which runs code when it is read, so ``sb3:PATH`` never unpickles them: it
-reads the zip itself, takes the plain JSON settings, loads ``policy.pth`` with ``torch.load(...,
-weights_only=True)`` and rebuilds the policy (an ``MlpPolicy``, ``MaskableActorCriticPolicy``
+reads the zip itself, only its ``data`` and ``policy.pth`` entries, each after its declared size
+is checked (:func:`agents.untrusted.read_entry`: no entry is inflated past what compression can
+honestly give), takes the plain JSON settings, loads ``policy.pth`` with ``torch.load(...,
+weights_only=True)`` once its tensors are sized (:func:`agents.untrusted.size_torch_file`) and
+rebuilds the policy (an ``MlpPolicy``, ``MaskableActorCriticPolicy``
 with its default tanh layers) from the tensors' shapes, each checked against that architecture
 and this machine's memory before anything is built. A model it cannot rebuild that way (another
 policy class, ``policy_kwargs`` other than ``net_arch``) is refused; ``sb3+trusted:PATH`` loads
@@ -18,7 +21,6 @@ import base64
 import json
 import pickletools
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +28,12 @@ import torch
 
 from agents.base import Agent
 from agents.ppo import check_state, finite_or_refuse, load_weights_only, pick_actions
+from agents.untrusted import read_entry
 from zhuoji_env.engine.actions import NUM_ACTIONS
-from zhuoji_env.limits import check_memory
 from zhuoji_env.observation import OBS_SIZE
 
+MODEL = "a MaskablePPO model saved by sb3-contrib"
+"""What an ``sb3:`` file is, as the refusals say."""
 POLICY_CLASS = "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy"
 """The policy class (``MlpPolicy``) of the models that ``sb3:PATH`` rebuilds."""
 SPACES = {
@@ -98,23 +102,6 @@ def load_trusted(path: Path):
             f"{path}: not a MaskablePPO model saved by sb3-contrib ({type(exc).__name__}: {exc})"
         ) from None
     return model.policy
-
-
-def _entry(archive: zipfile.ZipFile, path: Path, name: str) -> bytes:
-    """The bytes of entry ``name``, its size checked against memory before it is read."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        raise ValueError(
-            f"{path}: not a MaskablePPO model saved by sb3-contrib (no {name!r} in the zip)"
-        ) from None
-    check_memory(f"{path}: entry {name!r} of {info.file_size:,} bytes", info.file_size)
-    try:
-        return archive.read(info)
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        raise ValueError(
-            f"{path}: not a MaskablePPO model saved by sb3-contrib (its {name!r} is damaged: {exc})"
-        ) from None
 
 
 def _pickled_class(entry) -> str | None:
@@ -205,9 +192,10 @@ def load_policy(path: Path):
             f"{path}: not a MaskablePPO model saved by sb3-contrib (not a zip archive: {exc})"
         ) from None
     with archive:
-        kwargs = _settings(path, _entry(archive, path, "data"))
+        kwargs = _settings(path, read_entry(archive, path, "data", MODEL))
         name = f"{path} (policy.pth)"
-        state = load_weights_only(_entry(archive, path, "policy.pth"), name, "SB3 weights")
+        weights = read_entry(archive, path, "policy.pth", MODEL)
+        state = load_weights_only(weights, name, "SB3 weights", tensor_keys=None)
     if not isinstance(state, dict):
         raise ValueError(f"{name}: not a state dict")
     pi = _widths(path, state, "mlp_extractor.policy_net")

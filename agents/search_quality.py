@@ -52,6 +52,7 @@ from agents.search import (
 from zhuoji_env import belief
 from zhuoji_env.engine import BatchGame
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.observation import encode
 
 
@@ -116,6 +117,8 @@ def run(
     real: bool = False,
 ) -> dict:
     """Play and judge (module docstring); returns the table and the judged differences."""
+    per_step = 2 * (16 * c + 16 + 8 * len(specs))  # judged, candidates, picks; joined at the end
+    check_memory(f"--steps {steps} at {tables} tables", steps * tables * per_step)
     game = BatchGame(preset, batch_size=tables, seed=seed)
     seeds = np.random.SeedSequence(seed).spawn(len(specs) + 2)
     own = lambda i: int(seeds[i].generate_state(1)[0])  # noqa: E731
@@ -193,6 +196,7 @@ def run(
     }
 
 
+@exits_2_when_out_of_memory("python -m agents.search_quality")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m agents.search_quality",

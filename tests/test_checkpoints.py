@@ -132,21 +132,24 @@ def test_another_observation_size_version_or_nan_weights_are_refused(tmp_path, c
 
 PPO = "python -m training.ppo_selfplay"
 BAD_METADATA = [
-    ({"args": {"reward_scale": 0}}, r"args\['reward_scale'\] is 0: the reward scale must be a"),
+    ({"args": {"reward_scale": 0}}, r"args\['reward_scale'\] is 0: must be a finite number > 0"),
     ({"args": {"reward_scale": -5}}, r"args\['reward_scale'\] is -5: .* finite number > 0"),
     ({"args": {"reward_scale": float("nan")}}, r"args\['reward_scale'\] is nan"),
     ({"args": {"reward_scale": "abc"}}, r"args\['reward_scale'\] is 'abc'"),
     ({"args": {"reward_scale": True}}, r"args\['reward_scale'\] is True"),
-    ({"stages": 5}, "'stages' is int, not a list"),
-    ({"stages": ["x"]}, r"stages\[0\] is 'x', not an object with a 'command' string"),
-    ({"stages": [{"command": f"{PPO} --seed 'x"}]}, r"stages\[0\]\['command'\] .*does not parse"),
+    ({"stages": 5}, "'stages' is 5: must be a list of objects"),
+    ({"stages": ["x"]}, r"'stages' is \['x'\]: must be a list of objects"),
+    (
+        {"stages": [{"command": f"{PPO} --seed 'x"}]},
+        r"stages\[0\]\['command'\] is .*: must be a string that parses as a command",
+    ),
     (
         {"stages": [{"command": f"{PPO} --reward-scale=abc"}]},
         r"stages\[0\]\['command'\]'s --reward-scale is 'abc', not a number",
     ),
     ({"stages": [{"command": f"{PPO} --reward-scale 0"}]}, "--reward-scale is 0.0: the reward"),
-    ({"rules": "nonsense"}, "its 'rules' 'nonsense' are refused: unknown preset"),
-    ({"rules": 5}, "its 'rules' 5 are refused"),
+    ({"rules": "nonsense"}, "'rules' is 'nonsense': must be rules in record form .*unknown preset"),
+    ({"rules": 5}, "'rules' is 5: must be rules in record form"),
 ]
 
 

@@ -195,7 +195,7 @@ def test_ship_policy_writes_weights_and_provenance_and_refuses_mismatches(tmp_pa
     stages.write_text(json.dumps({"not": "a list"}))
     with pytest.raises(SystemExit):
         ship_policy.main([*older, "--stages", str(stages)])
-    assert "must hold a JSON list of objects" in capsys.readouterr().err
+    assert "'stages' is {'not': 'a list'}: must be a list of objects" in capsys.readouterr().err
 
 
 def test_a_shipped_policy_under_another_preset_warns():

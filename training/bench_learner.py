@@ -30,6 +30,7 @@ import tempfile
 from training.cli import BF16_MODES, FlagError, bf16_from_flag, device_from_flag, json_text, plain
 from training.ppo_selfplay import Args, train
 from zhuoji_env.bench import check_counts
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 
 MINIBATCHES = 8
@@ -87,6 +88,7 @@ def measure(
     }
 
 
+@exits_2_when_out_of_memory("python -m training.bench_learner")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m training.bench_learner", description=plain(__doc__.split("\n\n")[0])

@@ -37,6 +37,7 @@ import time
 
 from training.cli import json_text, plain
 from zhuoji_env.bench import check_counts
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 
 
@@ -172,6 +173,7 @@ def run_one(a, spec: str) -> dict:
     return out
 
 
+@exits_2_when_out_of_memory("python -m training.bench_rllib")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m training.bench_rllib", description=plain(__doc__.split("\n\n")[0])

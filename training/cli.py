@@ -154,13 +154,44 @@ def plain(doc: str | None) -> str | None:
     return re.sub(r"``([^`]+)``", r"\1", doc)
 
 
-def run_main(train: Callable, args, prog: str) -> int:
-    """Run ``train(args)``; a :class:`FlagError` is printed as a usage error (exit status 2)."""
+INTERRUPTED = 130
+"""The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
+
+def interrupted(prog: str, saved: Callable[[], str]) -> int:
+    """End a command stopped by Ctrl-C with one line on stderr, ``PROG: interrupted: SAVED``
+    (``saved()`` says what was saved and how to go on) and exit status :data:`INTERRUPTED`, not
+    a traceback: every file is whole or absent (:mod:`zhuoji_env.fileio`)."""
+    try:
+        said = saved()
+    except Exception as exc:  # what is on disk could not be read: say so, still in one line
+        said = f"what was saved could not be read ({type(exc).__name__}: {exc})"
+    print(f"{prog}: interrupted: {said}", file=sys.stderr, flush=True)
+    return INTERRUPTED
+
+
+def start_again(prog: str, args, left: list[Path]) -> str:
+    """What an interrupted run that saved nothing to go on from says: the command that starts
+    it again, with ``--force`` where it left files that would refuse a fresh run (``left``)."""
+    if left:
+        again = command_line(prog, dataclasses.replace(args, force=True))
+        return (
+            f"nothing to resume from was saved; start again with: {again} (--force lets it "
+            f"replace what the folder holds: {file_names(left)})"
+        )
+    return f"nothing was saved; start again with: {command_line(prog, args)}"
+
+
+def run_main(train: Callable, args, prog: str, saved: Callable[[object], str] | None = None) -> int:
+    """Run ``train(args)``; a :class:`FlagError` is printed as a usage error (exit status 2);
+    Ctrl-C ends with :func:`interrupted`'s line, ``saved(args)`` saying what was saved."""
     try:
         train(args)
     except FlagError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return interrupted(prog, lambda: saved(args) if saved else "nothing was saved")
     return 0
 
 

@@ -24,11 +24,11 @@ from agents import make_agent
 from agents.arena import against_each
 from agents.ppo import load_checkpoint
 from agents.registry import split_specs
-from training.cli import INT_NON_NEGATIVE, json_text, plain
+from training.cli import interrupted, json_text, plain
 from zhuoji_env.bench import check_counts
 from zhuoji_env.commands import prog
 from zhuoji_env.fileio import write_atomic, write_text_atomic
-from zhuoji_env.limits import SizeError
+from zhuoji_env.limits import SizeError, exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules
 from zhuoji_env.versions import stamp
 
@@ -65,20 +65,16 @@ def checkpoints(
         if not found:
             raise ValueError(f"{d!r}: no update_<k>.pt checkpoints in it")
         for p in found:
-            _, ckpt = load_checkpoint(p)
+            _, ckpt = load_checkpoint(p)  # its fields checked
             decisions = ckpt.get("decisions")
-            if not INT_NON_NEGATIVE[0](decisions):
+            if decisions is None:
                 raise ValueError(
-                    f"{p}: its 'decisions' is {decisions!r}, not a count of decisions trained "
-                    "(not a training.ppo_selfplay checkpoint?)"
+                    f"{p}: its 'decisions' is None, not a count of decisions trained (not a "
+                    "training.ppo_selfplay checkpoint?)"
                 )
             if "rules" not in ckpt:
                 raise ValueError(f"{p}: records no rules (not a training.ppo_selfplay checkpoint?)")
-            try:
-                rules = Rules.make(ckpt["rules"])
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"{p}: its rules {ckpt['rules']!r} are refused: {exc}") from None
-            out.append((decisions, p, rules.to_record()))
+            out.append((decisions, p, Rules.make(ckpt["rules"]).to_record()))
     return sorted(out, key=lambda x: x[0])
 
 
@@ -163,6 +159,7 @@ def plot(rows: list[dict], opponent: str, deals: int, path: str | Path, title: s
     plt.close(fig)
 
 
+@exits_2_when_out_of_memory("python -m training.curve")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("training.curve"),
@@ -207,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(points, a.opponent, a.deals, a.seed, a.workers)
     except SizeError as exc:  # --deals too many for this machine: raised before the first game
         parser.error(f"--deals {a.deals}: {exc}")
+    except KeyboardInterrupt:
+        return interrupted(
+            parser.prog,
+            lambda: (
+                f"nothing was written ({a.out} and its JSON are written once every "
+                "checkpoint is measured); run the same command again"
+            ),
+        )
     plot(rows, a.opponent, a.deals, out, a.title)
     write_text_atomic(
         out.with_suffix(".json"),

@@ -29,13 +29,20 @@ from pathlib import Path
 from agents import make_agent
 from agents.arena import against_each, interval_text
 from agents.ppo import INPUT_SIZES, PPOAgent
-from training.cli import FlagError, check_arena_deals, file_names, json_text, plain
-from training.ppo_selfplay import Args, input_version, memory_needed, run_files, train
+from training.cli import FlagError, check_arena_deals, file_names, interrupted, json_text, plain
+from training.ppo_selfplay import (
+    Args,
+    input_version,
+    memory_needed,
+    run_files,
+    saved_message,
+    train,
+)
 from training.recipes import RECIPES, recipe_values
 from zhuoji_env.bench import check_counts
 from zhuoji_env.commands import prog
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules
 
 SHIPPED = "ppo-guiyang"
@@ -167,6 +174,7 @@ def demo_args(
     )
 
 
+@exits_2_when_out_of_memory("python -m training.demo")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("training.demo"),
@@ -234,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         out = train(args)
     except FlagError as exc:  # the flags passed on to the trainer, checked before any work
         parser.error(str(exc))
+    except KeyboardInterrupt:  # the demo does not resume; the trainer's run does
+        return interrupted(
+            parser.prog, lambda: f"the demo's training: {saved_message(args)}, then its arena"
+        )
     fresh = PPOAgent.load(out["checkpoint"], seed=a.seed)
     arena = arenas({SHIPPED: shipped, "fresh ppo": fresh}, a.deals, a.seed + 7)
     print(

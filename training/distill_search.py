@@ -63,6 +63,7 @@ from training.cli import (
     parse_args,
     run_main,
     source_commit,
+    start_again,
 )
 from training.learner import Demonstrations, behaviour_clone
 from zhuoji_env.belief import IMPROVE_MAX, public_view, valid_improve
@@ -70,6 +71,7 @@ from zhuoji_env.engine import BatchGame
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import batch_memory
 from zhuoji_env.fileio import write_atomic, write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import Rules
 
@@ -354,8 +356,21 @@ def train(args: Args) -> dict:
     return stage
 
 
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C saved: nothing, as its files are written once the search
+    has played and the network is fitted; the command that starts it again."""
+    out = Path(args.out_dir)
+    left = [
+        out / name for name in ("searched.npz", "distill.json", CHECKPOINT) if (out / name).exists()
+    ]
+    return "the searched decisions and the network are written at the end: " + start_again(
+        PROG, args, left
+    )
+
+
+@exits_2_when_out_of_memory("python -m training.distill_search")
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG, saved_message)
 
 
 if __name__ == "__main__":

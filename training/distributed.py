@@ -718,5 +718,13 @@ def launch_command(args: Any, module: str) -> str:
 
 
 def _other_process(args: Any, place: Place, job: Job) -> None:
-    """A process that its node's first one started: its share of the run."""
-    data_parallel(args, place, job)
+    """A process that its node's first one started: its share of the run. Ctrl-C reaches the
+    whole process group; the first process alone answers it (with one line saying what was
+    saved: :func:`training.cli.interrupted`), and this one stops with it, silently."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        data_parallel(args, place, job)
+    except RuntimeError as exc:
+        if "raised KeyboardInterrupt" not in str(exc):
+            raise
+        sys.exit(1)

@@ -85,6 +85,7 @@ from agents.ppo import (
     PolicyNet,
     PPOAgent,
     load_checkpoint,
+    load_weights_only,
     reward_scale_of,
     save_checkpoint,
 )
@@ -105,6 +106,7 @@ from training.cli import (
     check_fields,
     check_flag_memory,
     check_out_dir,
+    command_line,
     device_from_flag,
     drop_rows_after,
     file_names,
@@ -117,6 +119,7 @@ from training.cli import (
     rules_from_flag,
     run_main,
     source_commit,
+    start_again,
 )
 from training.distributed import Job, data_parallel, launch, launch_command, rank_seed
 from training.learner import (
@@ -138,6 +141,7 @@ from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, exits_2_when_out_of_memory
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
 from zhuoji_env.rules import Rules
 
@@ -471,10 +475,13 @@ def check_args(
     width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
     if not resumed and args.hidden != Args.hidden:  # the flag was given: name it
         width = f"--hidden {hidden}"
+    others = args.processes - 1  # this machine's other processes, each with its networks
     check_flag_memory(
         f"--num-envs {args.num_envs} x --num-steps {args.num_steps} with {width}"
-        + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else ""),
-        memory_needed(args, in_size, hidden),
+        + (f" and --bc-decisions {args.bc_decisions}" if args.bc_agent else "")
+        + (f" in --processes {args.processes}" if others else ""),
+        memory_needed(args, in_size, hidden)
+        + others * (TORCH_PROCESS_BYTES + network_memory(args, in_size, hidden)),
     )
     if agent_specs(args.eval_opponents):
         check_arena_deals(args.eval_deals, rules)
@@ -1294,8 +1301,31 @@ JOB = Job(PROG, check_args, train_share, files={"resume": "checkpoint"})
 checks its flags, then trains its share; every process needs the same ``--resume``."""
 
 
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left in ``--out-dir`` and the command that resumes it from
+    its newest checkpoint (``latest.pt``, or the ``update_<k>.pt`` a stop kept it from copying
+    there), or, with none saved, starts it again (:func:`training.cli.start_again`)."""
+    out = Path(args.out_dir)
+    saved = [p for p in run_files(out) if checkpoint_update(p) is not None]
+    if not saved:
+        return start_again(PROG, args, run_files(out))
+    newest = max(saved, key=checkpoint_update)
+    ckpt = load_weights_only(newest, str(newest))
+    if (out / "latest.pt").is_file() and load_weights_only(out / "latest.pt", "latest.pt").get(
+        "update"
+    ) == ckpt.get("update"):
+        newest = out / "latest.pt"
+    again = command_line(PROG, dataclasses.replace(args, resume=str(newest), force=False))
+    return (
+        f"{newest} holds update {ckpt.get('update', 0)} ({ckpt.get('decisions', 0):,} "
+        f"decisions) and metrics.jsonl its rows; resume with: {again}"
+    )
+
+
+@exits_2_when_out_of_memory("python -m training.ppo_selfplay")
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, prog(MODULE), recipes=RECIPES), PROG)
+    args = parse_args(Args, argv, __doc__, prog(MODULE), recipes=RECIPES)
+    return run_main(train, args, PROG, saved_message)
 
 
 if __name__ == "__main__":

@@ -53,15 +53,20 @@ from training.cli import (
     agent_specs,
     check_arena_deals,
     check_fields,
+    check_flag_memory,
     check_out_dir,
+    command_line,
     drop_rows_after,
     file_names,
+    interrupted,
     json_text,
     lock_out_dir,
     parse_args,
     remove_paths,
     rules_from_flag,
+    start_again,
 )
+from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.records import is_plain_int
 from zhuoji_env.fileio import (
     append_text_atomic,
@@ -70,6 +75,8 @@ from zhuoji_env.fileio import (
     write_dir_atomic,
     write_text_atomic,
 )
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, exits_2_when_out_of_memory
+from zhuoji_env.observation import OBS_SIZE
 
 try:
     from agents.rllib import CHECKPOINT, POLICY_ID, MaskedPolicyModule, RLlibAgent, checkpoint_dir
@@ -205,6 +212,12 @@ def check_args(args: Args) -> None:
         if not getattr(args, name) >= 0:
             raise ValueError(f"--{name.replace('_', '-')} {getattr(args, name)!r}: must be >= 0")
     rules = rules_from_flag(args.rules)
+    check_flag_memory(
+        f"--num-env-runners {args.num_env_runners} x --envs-per-runner {args.envs_per_runner} "
+        f"with --num-learners {args.num_learners}, --train-batch {args.train_batch} and "
+        f"--hidden {args.hidden}",
+        planned_memory(args),
+    )
     if args.eval_deals and agent_specs(args.eval_opponents):
         for spec in agent_specs(args.eval_opponents):
             make_agent(spec, seed=0, rules=rules)
@@ -215,6 +228,29 @@ def check_args(args: Args) -> None:
         checkpoint_dir(args.resume)
     check_out_dir(args.out_dir)
     replaced_files(args)
+
+
+GAME_BYTES = 20_000
+"""Bytes of a game an env runner plays (the engine's state, observation and mask; as
+:data:`training.ppo_selfplay.GAME_BYTES` measures them)."""
+ROW_BYTES = 4 * OBS_SIZE + NUM_ACTIONS + 64
+"""Bytes of a decision in a training batch (its observation, mask and the numbers beside)."""
+
+
+def planned_memory(args: Args) -> int:
+    """A lower bound on the bytes a run takes on this machine: a process per env runner and
+    per learner (:data:`~zhuoji_env.limits.TORCH_PROCESS_BYTES`, a process importing torch;
+    Ray's take more), the games the runners play, each learner's training batch (twice: as
+    sampled and as trained on) and networks (the weights, their gradients and Adam's two
+    moments)."""
+    runners, learners = max(1, args.num_env_runners), max(1, args.num_learners)
+    h = args.hidden
+    weights = (OBS_SIZE + 1) * h + (h + 1) * h + (h + 1) * (NUM_ACTIONS + 1)
+    return (
+        (args.num_env_runners + args.num_learners) * TORCH_PROCESS_BYTES
+        + runners * args.envs_per_runner * GAME_BYTES
+        + learners * (2 * args.train_batch * ROW_BYTES + 4 * 4 * weights)
+    )
 
 
 RUN_FILES = ("metrics.jsonl", "args.json", "cluster.json")
@@ -555,6 +591,7 @@ PROG = "python -m training.rllib_ppo"
 """The command in usage and error lines."""
 
 
+@exits_2_when_out_of_memory("python -m training.rllib_ppo")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(Args, argv, __doc__, PROG)
     if RAY_MISSING:  # after the parse, so that --help shows the flags without Ray
@@ -570,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     except FlagError as exc:  # another run holds --out-dir, or one was made there meanwhile
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return interrupted(PROG, lambda: saved_message(args))
     except Exception as exc:
         message = failure_message(exc)
         if message is None:
@@ -577,6 +616,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     return 0
+
+
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left in ``--out-dir`` (its checkpoint, saved every
+    ``--save-every`` iterations) and the command that resumes it, or starts it again."""
+    out = Path(args.out_dir)
+    recover_dir(out / CHECKPOINT)
+    if not (out / CHECKPOINT).is_dir():
+        found = [out / name for name in RUN_FILES if (out / name).exists()]
+        return start_again(PROG, args, found)
+    again = command_line(PROG, dataclasses.replace(args, resume=str(out), force=False))
+    return (
+        f"{out / CHECKPOINT} holds the last checkpoint saved (every --save-every "
+        f"{args.save_every} iterations) and metrics.jsonl its rows; resume with: {again}"
+    )
 
 
 def failure_message(exc: BaseException) -> str | None:

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from training.cli import FlagError, json_text, plain
-from zhuoji_env.fileio import unused_path
+from zhuoji_env.fileio import open_for_writing, unused_path
+from zhuoji_env.limits import TORCH_PROCESS_BYTES, check_memory, exits_2_when_out_of_memory
 
 try:
     from training.rllib_ppo import LOCAL_IP as LOOPBACK
@@ -127,7 +128,7 @@ def start_node(args: list[str], log: Path, env: dict) -> subprocess.Popen:
         "--disable-usage-stats",
         *args,
     ]
-    with open(log, "w", encoding="utf-8") as out:
+    with open_for_writing(log) as out:
         return subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
@@ -209,7 +210,7 @@ def simulate(
             "--ship-code" if ship_code else "--no-ship-code",
             "--force" if force else "--no-force",
         ]
-        with open(out_dir / "driver.log", "w", encoding="utf-8") as log:
+        with open_for_writing(out_dir / "driver.log") as log:
             done = subprocess.run(
                 driver, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout
             )
@@ -241,6 +242,7 @@ def simulate(
     return {"layout": layout, "history": history, "checks": checks}
 
 
+@exits_2_when_out_of_memory("python -m training.rllib_two_nodes")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.rllib_two_nodes",
@@ -261,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.iterations < 1 or args.runners < 1:
         parser.error("--iterations and --runners must be at least 1")
+    try:  # the two nodes, the driver and a process per env runner, on this machine
+        check_memory(f"--runners {args.runners}", (3 + args.runners) * TORCH_PROCESS_BYTES)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         out = simulate(
             args.out_dir,

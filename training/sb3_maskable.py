@@ -46,11 +46,13 @@ from training.cli import (
     parse_args,
     rules_from_flag,
     run_main,
+    start_again,
 )
 from training.ppo_selfplay import GAME_BYTES
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.fileio import unused_path, write_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.observation import OBS_SIZE
 from zhuoji_env.rules import Rules
 
@@ -401,8 +403,30 @@ PROG = "python -m training.sb3_maskable"
 """The command in usage and error lines."""
 
 
+def saved_message(args: Args) -> str:
+    """What a run stopped by Ctrl-C left: ``model.zip`` is saved at the end only, so nothing
+    of its training but the ``--snapshot-minutes`` snapshots there; SB3's runs do not resume,
+    so the command that starts it again (:func:`training.cli.start_again`)."""
+    taken = sorted(p for p in Path(args.out_dir).glob("model-*min.zip") if p.is_file())
+    left = [p for p in [Path(args.out_dir) / MODEL, *taken] if p.exists()]
+    held = (
+        f"{args.out_dir} holds {', '.join(p.name for p in taken)} (each plays as sb3:PATH); "
+        if taken
+        else ""
+    )
+    return f"{held}model.zip is saved when training ends and a run does not resume: " + start_again(
+        PROG, args, left
+    )
+
+
+@exits_2_when_out_of_memory("python -m training.sb3_maskable")
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, prog("training.sb3_maskable")), PROG)
+    return run_main(
+        train,
+        parse_args(Args, argv, __doc__, prog("training.sb3_maskable")),
+        PROG,
+        saved_message,
+    )
 
 
 if __name__ == "__main__":

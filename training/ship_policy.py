@@ -17,8 +17,10 @@ Everything is checked before anything is written: the checkpoint, each stage's f
 types, the preset, ``--out-dir``, and whether ``NAME.pt`` or ``NAME.json`` is there already
 (replacing a shipped policy needs ``--force``). The arena plays a staged copy of the new
 ``NAME.pt``; only then do the two files land, together (:func:`land`; a ship killed between
-their two renames is finished by the next one, :func:`finish_interrupted`). Exit status 2 and a
-message on every bad input.
+their two renames is finished by the next one, :func:`finish_interrupted`). The ship holds the
+lock of ``--out-dir`` (:func:`zhuoji_env.fileio.lock_dir`) from that check to the landing: a
+second ship into the same folder is refused at once, naming the one that holds it. Exit status
+2 and a message on every bad input.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ import os
 from pathlib import Path
 
 from agents.arena import against_each
+from agents.checkpoint_fields import check_stages
 from agents.ppo import POLICY_DIR, load_checkpoint, reward_scale_of, save_checkpoint
 from agents.registry import SHIPPED_POLICIES
-from training.cli import INT_NON_NEGATIVE, NON_NEGATIVE, check_out_dir, json_text, plain
+from training.cli import check_out_dir, interrupted, json_text, plain
 from zhuoji_env.bench import check_counts
 from zhuoji_env.commands import prog
-from zhuoji_env.fileio import write_atomic, write_text_atomic
-from zhuoji_env.limits import SizeError
+from zhuoji_env.fileio import FolderBusy, lock_dir, write_text_atomic
+from zhuoji_env.limits import SizeError, exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules
 from zhuoji_env.versions import ENVIRONMENT, check_stamp
 
@@ -48,56 +51,42 @@ PLAYS = [(opp, "") for opp in OPPONENTS] + [("rule", ":greedy")]
 """The arena tables of a provenance: sampling against each opponent, argmax against rule."""
 
 
-STAGE_TYPES = {
-    "command": (lambda v: isinstance(v, str), "a string"),
-    "commit": (lambda v: v is None or isinstance(v, str), "a string or null"),
-    "preset": (lambda v: isinstance(v, str), "a string"),
-    "decisions": INT_NON_NEGATIVE,
-    "seconds": NON_NEGATIVE,
-}
-"""What each of :data:`STAGE_KEYS` must hold."""
-
-
-def read_stages(ckpt: dict, stages_file: str | None) -> list[dict]:
-    """The training stages of a checkpoint, or of ``--stages FILE``; each must say
-    :data:`STAGE_KEYS` with values of :data:`STAGE_TYPES`, and their decisions must add up to
-    the checkpoint's."""
+def read_stages(ckpt: dict, stages_file: str | None, name: str) -> list[dict]:
+    """The training stages of the checkpoint file ``name`` (``ckpt``, its fields checked as it
+    was loaded), or of ``--stages FILE`` (checked here the same way:
+    :func:`agents.checkpoint_fields.check_stages`); each must say :data:`STAGE_KEYS`, and their
+    decisions must add up to the checkpoint's."""
     if stages_file:
+        where = f"--stages {stages_file}"
         try:
             stages = json.loads(Path(stages_file).read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise ValueError(f"--stages {stages_file}: not valid JSON ({exc})") from None
+            raise ValueError(f"{where}: not valid JSON ({exc})") from None
         except RecursionError:  # as zhuoji_env.engine.records.load: a file of 100,000 "["s
             raise ValueError(
-                f"--stages {stages_file}: arrays or objects nested too deeply to read (a list "
-                "of stages nests a few levels)"
+                f"{where}: arrays or objects nested too deeply to read (a list of stages nests a "
+                "few levels)"
             ) from None
-        if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
-            raise ValueError(f"--stages {stages_file}: must hold a JSON list of objects")
+        check_stages(stages, where)
     else:
-        stages = ckpt.get("stages")
+        where, stages = name, ckpt.get("stages")
     if not stages:
         raise ValueError(
-            "the checkpoint records no training stages (written before they were recorded): "
-            "give them with --stages FILE, a JSON list of {" + ", ".join(STAGE_KEYS) + "}"
+            f"{name} records no training stages (written before they were recorded): give them "
+            "with --stages FILE, a JSON list of {" + ", ".join(STAGE_KEYS) + "}"
         )
-    if not isinstance(stages, list) or not all(isinstance(x, dict) for x in stages):
-        raise ValueError("the checkpoint's 'stages' is not a list of objects")
     for i, stage in enumerate(stages):
         missing = [k for k in STAGE_KEYS if k not in stage]
         if missing:
-            raise ValueError(f"stage {i} lacks {missing}: each stage says {list(STAGE_KEYS)}")
-        for key, (ok, allowed) in STAGE_TYPES.items():
-            if not ok(stage[key]):
-                raise ValueError(f"stage {i}: {key!r} is {stage[key]!r}, it must be {allowed}")
-    if not INT_NON_NEGATIVE[0](ckpt.get("decisions")):
-        raise ValueError(
-            f"the checkpoint's 'decisions' is {ckpt.get('decisions')!r}, not {INT_NON_NEGATIVE[1]}"
-        )
+            raise ValueError(
+                f"{where}: stages[{i}] lacks {missing}: each stage says {list(STAGE_KEYS)}"
+            )
+    if "decisions" not in ckpt:
+        raise ValueError(f"{name} records no 'decisions', which the shipped policy states")
     total = sum(s["decisions"] for s in stages)
     if total != ckpt["decisions"]:
         raise ValueError(
-            f"the stages add up to {total:,} decisions, the checkpoint says {ckpt['decisions']!r}"
+            f"{where}: the stages add up to {total:,} decisions, {name} says {ckpt['decisions']:,}"
         )
     return stages
 
@@ -192,6 +181,7 @@ def arena_tables(path: Path, name: str, rules: Rules, deals: int, seed: int, wor
     return out
 
 
+@exits_2_when_out_of_memory("python -m training.ship_policy")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=prog("training.ship_policy"),
@@ -218,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seed must be >= 0 (an arena seed), got {a.seed}")
     try:
         net, ckpt = load_checkpoint(a.checkpoint)
-        stages = read_stages(ckpt, a.stages)
+        stages = read_stages(ckpt, a.stages, a.checkpoint)
         shipped_scale = reward_scale_of({"stages": stages}, f"{a.name}'s stages")
         trained_scale = reward_scale_of(ckpt, a.checkpoint)
         rules = Rules.make(ckpt.get("rules"))
@@ -240,11 +230,34 @@ def main(argv: list[str] | None = None) -> int:
             f"{SHIPPED_POLICIES[a.name]!r} preset's policy"
         )
     out_dir = Path(a.out_dir)
+    try:
+        lock = lock_dir(out_dir)
+    except FolderBusy as exc:
+        parser.error(f"--out-dir {a.out_dir}: {exc}")
+    with lock:
+        try:
+            return ship(a, parser, net, ckpt, stages, rules, versions, out_dir)
+        except KeyboardInterrupt:  # the staged files are gone (ship); the pair there stands
+            return interrupted(
+                parser.prog,
+                lambda: (
+                    f"nothing was shipped, --out-dir {a.out_dir} holds what it held; ship "
+                    "again with the same command"
+                ),
+            )
+
+
+def ship(
+    a, parser, net, ckpt: dict, stages: list[dict], rules: Rules, versions: dict, out_dir: Path
+) -> int:
+    """Write, measure and land the policy, under the lock of ``--out-dir`` (:func:`main`): a
+    ship killed part-way is settled first (:func:`finish_interrupted`); a second ship of the
+    same folder is refused while this one runs, instead of deleting its staged files as a
+    killed ship's."""
     path = out_dir / f"{a.name}.pt"
-    if out_dir.is_dir():
-        done = finish_interrupted(out_dir, a.name)
-        if done:
-            print(done)
+    done = finish_interrupted(out_dir, a.name)
+    if done:
+        print(done)
     there = [p.name for p in (path, path.with_suffix(".json")) if p.exists()]
     if there and not a.force:
         parser.error(
@@ -261,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             name=a.name,
             versions=versions,
         )
-        write_atomic(pt_new, lambda tmp: save_checkpoint(tmp, net, **extra))
+        save_checkpoint(pt_new, net, **extra)
         try:
             arena = arena_tables(pt_new, a.name, rules, a.deals, a.seed, a.workers)
         except SizeError as exc:  # --deals too many for this machine: before the first game

@@ -26,7 +26,7 @@ import numpy as np
 
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.game import BatchGame, batch_memory
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 from zhuoji_env.rules import PRESET_NAMES, Rules
 
@@ -85,6 +85,7 @@ def bench_rlcard(seconds: float) -> dict | None:
     return {"decisions_per_s": decisions / elapsed, "hands_per_s": hands / elapsed}
 
 
+@exits_2_when_out_of_memory("python -m zhuoji_env.bench")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog("zhuoji_env.bench"), description=__doc__)
     parser.add_argument("--batch", type=int, help="one batch size (default: sweep)")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zhuoji_env.fileio import write_atomic
 from zhuoji_env.tiles import NUM_KINDS
 
 _POW5 = (5 ** np.arange(8, -1, -1)).astype(np.int32)
@@ -97,6 +98,12 @@ def _derive(dist: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def _save_tables(path: Path, tables: dict[str, np.ndarray]) -> None:
+    """``np.savez_compressed`` into exactly ``path`` (given a name, numpy would add ``.npz``)."""
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **tables)
+
+
 def _load_tables() -> dict[str, np.ndarray]:
     here = Path(__file__).parent / "data" / _CACHE_NAME
     user = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zhuoji_env"
@@ -108,10 +115,7 @@ def _load_tables() -> dict[str, np.ndarray]:
     tables = {"dist": dist, **_derive(dist)}
     for path in (here, user / _CACHE_NAME):
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npz")
-            np.savez_compressed(tmp, **tables)
-            tmp.replace(path)
+            write_atomic(path, lambda tmp: _save_tables(tmp, tables))
             break
         except OSError:
             continue

@@ -31,7 +31,7 @@ from zhuoji_env.commands import prog
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.fileio import write_text_atomic
-from zhuoji_env.limits import SizeError, check_memory
+from zhuoji_env.limits import SizeError, check_memory, exits_2_when_out_of_memory
 from zhuoji_env.rules import PRESET_NAMES, Rules, parse_switches
 
 MAX_TAG = 120
@@ -131,6 +131,7 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
+@exits_2_when_out_of_memory("python -m zhuoji_env.record")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog("zhuoji_env.record"), description=__doc__)
     parser.add_argument("--preset", default="guiyang", choices=PRESET_NAMES)

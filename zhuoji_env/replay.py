@@ -17,10 +17,12 @@ import types
 
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.records import RecordError, compare, load, replay
+from zhuoji_env.limits import exits_2_when_out_of_memory
 
 __all__ = ["replay", "main"]
 
 
+@exits_2_when_out_of_memory("python -m zhuoji_env.replay")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog("zhuoji_env.replay"), description=__doc__)
     parser.add_argument("files", nargs="+", help="record files (JSON)")

@@ -58,6 +58,7 @@ from zhuoji_env.engine.state import (
     State,
 )
 from zhuoji_env.fileio import write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.picture import (
     ITEM_LABELS,
     MELD_LABELS,
@@ -583,6 +584,7 @@ def _out_problem(flag: str, out: Path, record: Path, force: bool) -> str | None:
     return None
 
 
+@exits_2_when_out_of_memory("python -m zhuoji_env.view")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog("zhuoji_env.view"), description=__doc__)
     parser.add_argument("record", type=Path, help="a record file (JSON, RULES.md 10)")

@@ -34,7 +34,7 @@ from zhuoji_env.engine.game import BatchGame, batch_memory
 from zhuoji_env.envs.aec import env as make_aec
 from zhuoji_env.envs.single import SingleAgentEnv
 from zhuoji_env.envs.vector import SelfPlayVecEnv
-from zhuoji_env.limits import check_memory
+from zhuoji_env.limits import check_memory, exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 from zhuoji_env.observation import OBS_SIZE, encode
 from zhuoji_env.rules import PRESET_NAMES, Rules
@@ -160,6 +160,7 @@ def bench_sb3(preset: str, batch: int, seconds: float, seed: int = 0) -> dict | 
     return {"batch": batch, "learner_steps_per_s": steps * batch / elapsed}
 
 
+@exits_2_when_out_of_memory("python -m zhuoji_env.envs.bench")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zhuoji_env.envs.bench", description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0, help="time per measurement")
