@@ -156,7 +156,7 @@ TORCH_SAVE_GLOBALS = frozenset(
     }
 )
 """The globals ``torch.save`` names in a checkpoint of tensors and plain data, beside the storage
-types (:func:`_element_size`)."""
+types (``_element_size``)."""
 
 
 def _legacy_refusal(source: Path | bytes, name: str, what: str) -> ValueError:
@@ -306,7 +306,7 @@ def size_torch_file(
 
 class SizedArray(np.ndarray):
     """What :class:`StateUnpickler` rebuilds an array as: its state is sized before numpy
-    allocates it (:meth:`__setstate__`); turned into a plain ``ndarray`` after loading."""
+    allocates it (``__setstate__``); turned into a plain ``ndarray`` after loading."""
 
     budget = 0
 

@@ -8,6 +8,7 @@ against memory before the work starts, and every prompt answers any input with a
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -262,3 +263,26 @@ def test_an_allocation_failure_is_told_by_its_size_and_other_errors_are_left_alo
     assert "an allocation of 4,294,967,296.00 GiB" in limits.allocation_failure(numpy_error.value)
     assert limits.allocation_failure(RuntimeError("shapes do not match")) is None
     assert limits.allocation_failure(ValueError("out of memory")) is None
+
+
+def command_modules() -> list[str]:
+    """Every module of the project that runs as a command (``python -m``): those whose source
+    ends by calling ``main`` under ``if __name__ == "__main__"``."""
+    root = Path(__file__).resolve().parent.parent
+    return sorted(
+        ".".join(path.relative_to(root).with_suffix("").parts)
+        for package in ("zhuoji_env", "agents", "training")
+        for path in (root / package).rglob("*.py")
+        if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+    )
+
+
+@pytest.mark.parametrize("module", command_modules())
+def test_every_command_ends_an_allocation_failure_as_exit_2(module):
+    """Each command's ``main`` itself carries the out-of-memory exit (a decorator that slips
+    onto a helper defined above ``main`` leaves the command's tracebacks as they were)."""
+    if module.split(".")[-1] in {"rllib_ppo", "bench_rllib", "rllib_two_nodes"}:
+        pytest.importorskip("ray")
+    main = importlib.import_module(module).main
+    assert getattr(main, "out_of_memory_prog", None), f"{module}.main is not decorated"
+    assert main.out_of_memory_prog.endswith(module.removesuffix(".__main__"))

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from agents.base import Agent
 from agents.registry import AGENT_FACTORIES, register_agent
 from agents.web.app import MAX_BODY, Settings, check_agents, create_app
-from agents.web.table import Table
+from agents.web.table import WebTable
 from zhuoji_env import replay
 from zhuoji_env.engine.state import AN_KONG, OVER, RESPONSE, ROB
 from zhuoji_env.tiles import CODES
@@ -230,13 +230,13 @@ def test_a_decision_past_the_think_limit_ends_the_table():
 
 # --------------------------------------------------------------------------- hidden information
 class Recorder:
-    """The engine's state behind each published view, kept as Table.publish bumps the
+    """The engine's state behind each published view, kept as WebTable.publish bumps the
     version."""
 
     def __init__(self, monkeypatch):
         self.hidden: dict[tuple[str, int], dict] = {}
         self.lock = threading.Lock()
-        original = Table.publish
+        original = WebTable.publish
 
         def publish(table):
             changed = original(table)
@@ -250,7 +250,7 @@ class Recorder:
                     self.hidden[key] = {"state": state, "settled": not table.playing}
             return changed
 
-        monkeypatch.setattr(Table, "publish", publish)
+        monkeypatch.setattr(WebTable, "publish", publish)
 
 
 def keys_in(obj) -> set[str]:
@@ -368,7 +368,7 @@ def test_a_server_error_in_one_table_ends_that_table_only(monkeypatch):
     def broken(self, *args):
         raise KeyError("planted")
 
-    monkeypatch.setattr(Table, "play_agent", broken)
+    monkeypatch.setattr(WebTable, "play_agent", broken)
     with client() as c:
         bad = new_table(c, seats=("rule", None, "rule", "rule"), seed=0)["id"]
         view = wait_for(c, bad, lambda v: v["status"] == "error")

@@ -23,14 +23,16 @@ COMMANDS = {
     "zhuoji-replay": "zhuoji_env.replay",
     "zhuoji-record": "zhuoji_env.record",
     "zhuoji-bench": "zhuoji_env.bench",
+    "zhuoji-web": "agents.web.__main__",
 }
 """Console command -> the module whose ``main`` it runs."""
 
 
 def prog(module: str) -> str:
     """How this process was started to run ``module``: its console command where it was run
-    as one (``zhuoji-arena``), else ``python -m MODULE``."""
+    as one (``zhuoji-arena``), else ``python -m MODULE`` (a package's ``__main__`` by the
+    package's name: ``python -m agents.web``)."""
     ran = Path(sys.argv[0]).name.removesuffix(".exe") if sys.argv and sys.argv[0] else ""
     if COMMANDS.get(ran) == module:
         return ran
-    return f"python -m {module}"
+    return f"python -m {module.removesuffix('.__main__')}"

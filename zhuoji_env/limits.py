@@ -224,6 +224,7 @@ def exits_2_when_out_of_memory(prog: str) -> Callable:
                 print(f"{prog}: error: {message}", file=sys.stderr)
                 return 2
 
+        run.out_of_memory_prog = prog  # what tests look for on every command's main
         return run
 
     return decorate

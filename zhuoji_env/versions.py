@@ -1,6 +1,6 @@
 """The versions a result is made under: the package's and the environment's.
 
-**The package** (``zhuoji-env``) has a semantic version, :data:`__version__`, read from the
+**The package** (``zhuoji-env``) has a semantic version, ``zhuoji_env.__version__``, read from the
 installed distribution's metadata (the ``version`` of ``pyproject.toml`` at install time; an
 editable install reads it again when reinstalled). Code run from a checkout that was never
 installed has no metadata: its version is :data:`UNKNOWN`, ``"0+unknown"``, which PEP 440 sorts
@@ -47,10 +47,15 @@ def package_version() -> str:
 __version__ = package_version()
 
 ENVIRONMENT_VERSION = 1
+"""The environment's version number: the ``1`` of ``zhuoji_v1`` and of the Gymnasium ids."""
 ENVIRONMENT = f"zhuoji_v{ENVIRONMENT_VERSION}"
+"""The environment's versioned name, as PettingZoo names its classic environments."""
 OBSERVATION = "zhuoji-obs-v1"
+"""The observation encoding the environments emit."""
 OBSERVATION_V2 = "zhuoji-obs-v2"
+"""The v1 observation and the blocks a network derives from it."""
 RECORD_FORMAT = "zhuoji-record-1"
+"""The game record format of RULES.md section 10."""
 
 COVERS = {
     "rules": "play and settlement of docs/RULES.md under every preset and switch "
@@ -75,6 +80,7 @@ def stamp() -> dict[str, str]:
 
 
 STAMP_KEYS = ("zhuoji_env", "environment")
+"""The keys of a :func:`stamp`, in order."""
 
 
 def check_stamp(value, where: str) -> dict[str, str]:

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 
 from agents.registry import SHIPPED_POLICIES, split_specs
+from zhuoji_env.commands import prog
+from zhuoji_env.limits import exits_2_when_out_of_memory
 
 DEFAULT_AGENTS = ["random", "greedy", "rule", *SHIPPED_POLICIES]
 
@@ -42,8 +44,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+@exits_2_when_out_of_memory("python -m agents.web")
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agents.web", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog("agents.web.__main__"), description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
     parser.add_argument(

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from agents.base import agent_label, decide, policy_outputs
 from agents.registry import make_agent
-from agents.web.table import Decision, Refused, Table
+from agents.web.table import Decision, Refused, WebTable
 from zhuoji_env.engine import actions as A
 from zhuoji_env.engine.game import is_integer
 from zhuoji_env.rules import PRESET_NAMES, SWITCHES, Rules
@@ -84,7 +84,7 @@ def check_agents(specs: list[str]) -> list[str]:
 class Runner:
     """A table with what drives it: its change notice, its wake-up and its driving task."""
 
-    def __init__(self, table: Table):
+    def __init__(self, table: WebTable):
         self.table = table
         self.changed = asyncio.Condition()
         self.poke = asyncio.Event()
@@ -154,7 +154,7 @@ class Server:
             if r.task is not None:
                 r.task.cancel()
 
-    async def new_table(self, body: dict[str, Any]) -> Table:
+    async def new_table(self, body: dict[str, Any]) -> WebTable:
         """A table from the lobby's settings (:func:`table_settings`), started; its agents are
         made in the pool (loading a policy takes a while)."""
         self.reap()
@@ -168,7 +168,7 @@ class Server:
         self.opening += 1
         try:
             loop = asyncio.get_running_loop()
-            table = await loop.run_in_executor(self.pool, lambda: Table(**kwargs))
+            table = await loop.run_in_executor(self.pool, lambda: WebTable(**kwargs))
         finally:
             self.opening -= 1
         r = Runner(table)
@@ -288,7 +288,7 @@ TABLE_FIELDS = ("rules", "seats", "seed", "open", "hint", "pace_ms")
 
 
 def table_settings(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """The :class:`Table` arguments of a request to make a table, each checked: the rules (a
+    """The :class:`WebTable` arguments of a request to make a table, each checked: the rules (a
     record's ``{"preset", "overrides"}``), one seat per player (an offered agent, or null for
     the person, at most one), the seed (null: a random deal), ``open`` (every hand shown, only
     with no person), ``hint`` (an offered agent with a policy) and ``pace_ms``."""

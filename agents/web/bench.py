@@ -24,6 +24,7 @@ import numpy as np
 
 from zhuoji_env import replay
 from zhuoji_env.bench import check_counts
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.machine import describe
 
 
@@ -97,6 +98,7 @@ def start_server(tables: int, opponent: str, think_limit: float) -> tuple[subpro
     return proc, line.split("open ")[1].split("/ ")[0]
 
 
+@exits_2_when_out_of_memory("python -m agents.web.bench")
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents.web.bench", description=__doc__)
     parser.add_argument("--tables", type=int, default=32, help="tables at once (default 32)")

@@ -4,7 +4,7 @@ The table is the only authority over its game: it checks every action against th
 decides what each viewer may see. Nothing here does I/O or waits; :mod:`agents.web.app` runs it
 (agents off the event loop, long polls, timeouts).
 
-What is sent (:meth:`Table.snapshot`) is built from the state as the person's seat sees it
+What is sent (:meth:`WebTable.snapshot`) is built from the state as the person's seat sees it
 (:func:`zhuoji_env.view.seat_view`): their own hand, every seat's melds, rivers, 报听 and
 concealed-kong counts, the tiles left, and the chickens known so far. A claim window in which the
 person is not asked is never published: whether anybody could claim a discard is hidden, as are
@@ -88,7 +88,7 @@ def parse_action(action: Any, mask: np.ndarray) -> int:
     return a
 
 
-class Table:
+class WebTable:
     """A match at one table (module doc). ``specs`` holds one agent spec per seat, ``None`` for
     the person's seat (at most one); with no person ``open_hands`` shows every hand."""
 
