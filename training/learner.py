@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Agent
+from agents.base import Agent, decide
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import is_real
 from zhuoji_env.envs.vector import SelfPlayVecEnv
@@ -466,7 +466,9 @@ class Demonstrations(NamedTuple):
 
 
 def collect_demonstrations(agent: Agent, env: SelfPlayVecEnv, steps: int, seed: int):
-    """``agent`` plays every seat of ``env`` for ``steps`` steps from ``reset(seed=seed)``."""
+    """``agent`` plays every seat of ``env`` for ``steps`` steps from ``reset(seed=seed)`` (an
+    agent that needs the public view of the game, ``search:``, is given it:
+    :func:`agents.base.decide`)."""
     B = env.num_envs
     obs, masks, seats = env.reset(seed=seed)
     o_buf = np.zeros((steps, B, OBS_SIZE), np.float32)
@@ -477,7 +479,7 @@ def collect_demonstrations(agent: Agent, env: SelfPlayVecEnv, steps: int, seed: 
     fin = np.zeros((steps, B), bool)
     seat_buf = np.zeros((steps, B), np.int64)
     for t in range(steps):
-        a = agent.act(obs, masks)
+        a = decide(agent, obs, masks, env.game.state, np.arange(B))
         o_buf[t], m_buf[t], a_buf[t], seat_buf[t] = obs, masks, a, seats
         obs, masks, seats, _, _, infos = env.step(a)
         infos["transitions"].fill(rew, done, fin, start=0)

@@ -34,9 +34,11 @@ a folder without a run (:func:`replaced_files`). Each checkpoint records
 its provenance in ``stages``: per run that led to it (the first, then each ``--resume``), the
 command that reruns it, the git commit, the preset, the decisions trained and the wall seconds
 (cloning included). ``metrics.jsonl``
-has one line per update: its ``train`` entry holds the means over the update's minibatches of
-the policy and value losses, entropy, approximate KL and clip fraction, and the explained
-variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
+has one line per update: its ``seconds`` since this run's first update and ``total_seconds``
+over it and the runs it resumes (where their checkpoints logged theirs), and its ``train``
+entry, the means over the update's minibatches of the policy and value losses, entropy,
+approximate KL and clip fraction, and the explained variance of the values (as CleanRL logs
+them). ``--resume CKPT`` continues a run. The script
 prints the share of wall time spent inside the environment.
 
 Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``--total-decisions``
@@ -69,6 +71,7 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +80,7 @@ import torch
 
 from agents import make_agent
 from agents.arena import against_each, interval_text
+from agents.base import decide
 from agents.ppo import (
     HINT_START,
     INPUT_SIZES,
@@ -133,7 +137,9 @@ from training.learner import (
     shaped_rewards,
 )
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.game import is_real
 from zhuoji_env.engine.records import is_plain_int
+from zhuoji_env.engine.state import State
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
 from zhuoji_env.observation import HIDDEN_SIZE, OBS_SIZE, VERSION, VERSION_V2, draws_size
@@ -588,6 +594,15 @@ def oracle_critic(net: PolicyNet, draws: int) -> OracleCritic:
     return OracleCritic(net.hidden, net.in_size, oracle_hidden_size(draws))
 
 
+def resumed_training_seconds(ckpt: dict) -> float:
+    """The training seconds a checkpoint's run had logged (its row's ``total_seconds``: over
+    that run and the runs it continued), where a resumed run's own count starts; 0 for a
+    checkpoint that logged none (a shipped policy, or one saved before the count)."""
+    row = ckpt.get("row")
+    total = row.get("total_seconds") if isinstance(row, dict) else None
+    return float(total) if is_real(total) and math.isfinite(total) and total >= 0 else 0.0
+
+
 def resumed_from(path: str, ckpt: dict) -> dict:
     """Which checkpoint a resumed run started from: its update, decisions and sha256 (the
     file itself may be overwritten by the run)."""
@@ -805,13 +820,51 @@ def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.
     return action.squeeze(-1).cpu(), logp.cpu(), value.cpu().numpy()
 
 
-def fixed_actions(member, read: NetInput, x: torch.Tensor, obs: np.ndarray, mask: np.ndarray):
-    """A fixed pool agent's actions on its rows: a ``rule`` seat under ``--rule-hint`` plays the
-    ``rule_choice`` block the network input ``x`` already carries (the same rules, and ``rule``
-    is deterministic), so its advice is not worked out twice; any other agent acts."""
-    if read.rule is not None and isinstance(member, RuleAgent) and member.rules == read.rules:
+def lone_seats(rng: np.random.Generator, games: int, n: int, members: int) -> np.ndarray:
+    """int ``[games, n]``: who plays each seat of ``games`` new hands with one learner seat a
+    game: -1 (the learner) in one seat drawn uniformly, a member ``0..members-1`` drawn
+    uniformly in each other seat."""
+    learner = rng.integers(n, size=games)
+    who = rng.integers(members, size=(games, n))
+    return np.where(np.arange(n) == learner[:, None], -1, who)
+
+
+def learner_input(
+    read: NetInput, obs: np.ndarray, masks: np.ndarray, rows: np.ndarray | None, size: int
+) -> np.ndarray:
+    """What the network reads (``read``) of every row of a step, or with ``rows`` of those
+    alone, zeros elsewhere: with one learner seat a game (:class:`Trainer`'s ``lone_learner``)
+    the other rows are never trained on, and their input (``rule``'s advice under
+    ``--rule-hint``) is not worked out."""
+    if rows is None:
+        return read(obs, masks)
+    x = np.zeros((len(obs), size), np.float32)
+    if rows.size:
+        x[rows] = read(obs[rows], masks[rows])
+    return x
+
+
+def fixed_actions(
+    member,
+    read: NetInput,
+    x: torch.Tensor | None,
+    obs: np.ndarray,
+    mask: np.ndarray,
+    state: State | None = None,
+    games: np.ndarray | None = None,
+):
+    """A fixed pool agent's actions on its rows, all of them in one call (one forward pass of a
+    policy network): a ``rule`` seat under ``--rule-hint`` plays the ``rule_choice`` block the
+    network input ``x`` already carries (the same rules, and ``rule`` is deterministic), so its
+    advice is not worked out twice; any other agent acts (so does ``rule`` where ``x`` is None),
+    given the public view of ``games`` of the engine's ``state`` where it needs one
+    (``search:``, :func:`agents.base.decide`)."""
+    ruled = read.rule is not None and isinstance(member, RuleAgent) and member.rules == read.rules
+    if x is not None and ruled:
         return x[:, HINT_START : HINT_START + NUM_ACTIONS].argmax(1)
-    return torch.from_numpy(member.act(obs, mask))
+    if state is None:
+        return torch.from_numpy(member.act(obs, mask))
+    return torch.from_numpy(decide(member, obs, mask, state, games))
 
 
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -964,11 +1017,49 @@ def restore_row(metrics: Path, ckpt: dict) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Trainer:
+    """What a trainer built on :func:`run`'s loop sets (:func:`self_play` is this module's;
+    ``training.best_response`` is another): ``module`` is the one whose ``python -m`` reruns a
+    stage (the checkpoints' ``stages``); ``fixed`` the agent specs that join the opponents for
+    good; with ``lone_learner`` each hand has exactly one learner seat, drawn at random, and
+    the fixed agents play every other seat (without it each seat of a hand is a pool member
+    with chance ``--pool-prob``); ``evaluate(net, rules, seed)`` evaluates the network
+    (``{opponent: margins}``, as :func:`evaluate`), or is None for no evaluation; ``initial``
+    is the network a fresh run starts from (None: a new one of ``--hidden`` and the input the
+    flags ask for)."""
+
+    module: str
+    fixed: tuple[str, ...] = ()
+    lone_learner: bool = False
+    evaluate: Callable[[PolicyNet, Rules, int], dict] | None = None
+    initial: PolicyNet | None = None
+
+
+def self_play(args: Args) -> Trainer:
+    """This module's trainer: ``--pool-agents`` as the fixed opponents, evaluated against
+    ``--eval-opponents`` (none: no evaluation)."""
+
+    def against_opponents(net: PolicyNet, rules: Rules, seed: int) -> dict:
+        return evaluate(net, args, rules, seed)
+
+    evaluating = bool(agent_specs(args.eval_opponents))
+    fixed = tuple(agent_specs(args.pool_agents))
+    return Trainer(MODULE, fixed, evaluate=against_opponents if evaluating else None)
+
+
 def run(
-    args: Args, rules: Rules, resumed, device: torch.device, group: ProcessGroup | None = None
+    args: Args,
+    rules: Rules,
+    resumed,
+    device: torch.device,
+    group: ProcessGroup | None = None,
+    trainer: Trainer | None = None,
 ) -> dict:
     """The training loop of one process (of ``group``'s, when given: the first one evaluates,
-    logs, saves and returns the results of :func:`train`; the others return ``{}``)."""
+    logs, saves and returns the results of :func:`train`; the others return ``{}``), of
+    ``trainer`` (default :func:`self_play`)."""
+    trainer = trainer or self_play(args)
     rank, size = (group.rank, group.size) if group else (0, 1)
     lead = rank == 0
     torch.set_num_threads(args.torch_threads)
@@ -981,7 +1072,12 @@ def run(
     B = args.num_envs // size
     env = SelfPlayVecEnv(B, rules, seed=seed, reward_scale=args.reward_scale)
     n, T = rules.num_players, args.num_steps
-    net, ckpt = resumed or (PolicyNet(args.hidden, input_version(args)), {})
+    if resumed:
+        net, ckpt = resumed
+    else:
+        net, ckpt = trainer.initial, {}
+        if net is None:
+            net = PolicyNet(args.hidden, input_version(args))
     read = NetInput(net.obs_version, rules)
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
@@ -1002,12 +1098,13 @@ def run(
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     resumed_decisions = decisions
+    resumed_seconds = resumed_training_seconds(ckpt)
     if lead:
         print(plan(args, start_update, decisions), flush=True)
     run_start = time.perf_counter()
     bf16 = bf16_from_flag(args.bf16, device)
     stage = {
-        "command": launch_command(args, MODULE),
+        "command": launch_command(args, trainer.module),
         "processes": size,
         "commit": source_commit(),
         "preset": rules.preset,
@@ -1043,12 +1140,14 @@ def run(
 
         writer = SummaryWriter(str(out_dir / "tb"))
     metrics = out_dir / "metrics.jsonl"  # none in a fresh run (replaced_files); --resume appends
-    fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
+    fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in trainer.fixed]
     pool: list[PolicyNet] = []  # past snapshots of the network
     pool_seat = np.full((B, n), -1)  # member of fixed + pool playing each seat, -1: the learner
 
     def draw_pool(games):
-        if fixed or pool:
+        if trainer.lone_learner:
+            pool_seat[games] = lone_seats(rng, games.size, n, len(fixed))
+        elif fixed or pool:
             pick = rng.random((games.size, n)) < args.pool_prob
             who = rng.integers(len(fixed) + len(pool), size=(games.size, n))
             pool_seat[games] = np.where(pick, who, -1)
@@ -1056,7 +1155,7 @@ def run(
     def report_eval(label: str) -> dict:
         """Evaluate the network now; print the result and log it to TensorBoard."""
         net.eval()
-        ev = evaluate(net, args, rules, seed=args.seed + 1000)
+        ev = trainer.evaluate(net, rules, args.seed + 1000)
         net.train()
         print(f"update {label} decisions {decisions:,}: {eval_message(ev)}", flush=True)
         if writer:
@@ -1068,9 +1167,17 @@ def run(
     obs, masks, seats = env.reset(seed=seed)
     draw_pool(np.arange(B))
     history, updates = [], []
-    if args.eval_every and args.eval_opponents and not resumed and lead:  # where the curve starts
+    if args.eval_every and trainer.evaluate and not resumed and lead:  # where the curve starts
         ev = report_eval(str(start_update))
-        history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
+        history.append(
+            {
+                "update": start_update,
+                "decisions": decisions,
+                "seconds": 0.0,
+                "total_seconds": resumed_seconds,
+                "eval": ev,
+            }
+        )
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
@@ -1090,11 +1197,20 @@ def run(
         r = Rollout(T, B, env.step_id, hidden_size, net.in_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
-            o = torch.from_numpy(read(obs, masks))
             m = torch.from_numpy(masks)
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
+            mine = np.flatnonzero(player < 0) if trainer.lone_learner else None
+            o = torch.from_numpy(learner_input(read, obs, masks, mine, net.in_size))
             with torch.inference_mode():
-                action, logp, value = sample(net, o, m, device)
+                if mine is None:
+                    action, logp, value = sample(net, o, m, device)
+                else:  # the network runs on the learner's rows alone
+                    action, logp = torch.zeros(B, dtype=torch.long), torch.zeros(B)
+                    value = np.zeros(B, np.float32)
+                    if mine.size:
+                        action[mine], logp[mine], value[mine] = sample(
+                            net, o[mine], m[mine], device
+                        )
                 if critic is not None:
                     h = torch.from_numpy(env.hidden(args.oracle_draws))
                     r.hidden[t] = h
@@ -1102,7 +1218,10 @@ def run(
                 for k, member in enumerate(fixed + pool):
                     rows = np.flatnonzero(player == k)
                     if rows.size and k < len(fixed):
-                        action[rows] = fixed_actions(member, read, o[rows], obs[rows], masks[rows])
+                        x = o[rows] if mine is None else None  # the learner's input, if read
+                        action[rows] = fixed_actions(
+                            member, read, x, obs[rows], masks[rows], env.game.state, rows
+                        )
                     elif rows.size:
                         action[rows] = sample(member, o[rows], m[rows], device)[0]
             r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
@@ -1166,10 +1285,12 @@ def run(
                 break
             update += 1
             continue
+        seconds = time.perf_counter() - t_start
         row = {
             "update": update + 1,
             "decisions": decisions,
-            "seconds": time.perf_counter() - t_start,
+            "seconds": seconds,
+            "total_seconds": resumed_seconds + seconds,
             "train": stats,
         }
         updates.append(row)
@@ -1193,9 +1314,7 @@ def run(
             }
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
             copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
-        if args.eval_opponents and (
-            (args.eval_every and (update + 1) % args.eval_every == 0) or last
-        ):
+        if trainer.evaluate and ((args.eval_every and (update + 1) % args.eval_every == 0) or last):
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}")
             history.append(row)
