@@ -7,8 +7,11 @@ last decision of the hand (the vector env's transitions), and GAE runs along eac
 trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`). A
 decision still open when a rollout stops is carried into the next one and trained on there,
 once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
-by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
-decisions are not trained on. With ``--oracle-critic`` the values come from a separate critic
+by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``, or
+``ppo:PATH`` checkpoints: a league); their decisions are not trained on. With ``--magnet-coef``
+every minibatch's loss also pulls the policy toward an anchor policy, the reverse KL of
+Magnetic Mirror Descent (:class:`~training.learner.Magnet`; ``--magnet clone``, ``lagged`` or a
+checkpoint). With ``--oracle-critic`` the values come from a separate critic
 that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
 :meth:`SelfPlayVecEnv.hidden`; with ``--oracle-draws`` also the order of the wall), while the
 policy still sees only its observation. With
@@ -127,6 +130,7 @@ from training.learner import (
     Batch,
     CloneLoss,
     Demonstrations,
+    Magnet,
     OracleCritic,
     ProcessGroup,
     behaviour_clone,
@@ -255,6 +259,15 @@ class Args:
     bc_coef: float = 0.0
     """keep cloning during PPO: this weight x the cross entropy toward the --bc-agent's
     demonstrations, on a quarter-minibatch of them drawn at every step (0: off)"""
+    magnet_coef: float = 0.0
+    """weight of the magnet term (Magnetic Mirror Descent): this x the reverse KL(pi || anchor)
+    over the legal actions in every minibatch's loss, a pull toward --magnet's anchor (0: off)"""
+    magnet: str = ""
+    """the anchor of --magnet-coef: 'clone' (the network that cloning --bc-agent gave, before
+    PPO), 'lagged' (a copy of the learner, refreshed every --magnet-every updates) or a
+    checkpoint's path (a network reading the same input)"""
+    magnet_every: int = 10
+    """with --magnet lagged: updates between refreshes of the anchor by the learner"""
     eval_every: int = 20
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
@@ -330,6 +343,8 @@ def check_args(
             "bc_epochs": INT_POSITIVE,
             "bc_coef": NON_NEGATIVE,
             "bc_smoothing": UNIT,
+            "magnet_coef": NON_NEGATIVE,
+            "magnet_every": INT_POSITIVE,
             "eval_every": INT_NON_NEGATIVE,
             "eval_deals": INT_POSITIVE,
             "save_every": INT_NON_NEGATIVE,
@@ -406,6 +421,7 @@ def check_args(
             f"--bc-coef {args.bc_coef}: with --rule-hint the clone term would fit demonstrations "
             "with rule's advice blanked while the policy plays with it; add --bc-sees-hint"
         )
+    check_magnet_flags(args)
     resumed = None
     if args.resume:
         try:
@@ -469,6 +485,9 @@ def check_args(
                 + f"; pass at least {trained + per_update} to train one more update of "
                 f"--num-envs x --num-steps = {per_update:,} decisions, or give --time-limit"
             )
+    version = resumed[0].obs_version if resumed else input_version(args)
+    if args.magnet_coef:
+        check_magnet_anchor(args, resumed, version)
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
     hidden = resumed[0].hidden if resumed else args.hidden
     width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
@@ -509,11 +528,12 @@ def memory_needed(args: Args, in_size: int, hidden: int | None = None) -> int:
 
 def network_memory(args: Args, in_size: int, hidden: int) -> int:
     """Bytes of the networks of a run: the policy's float32 weights four times (the weights,
-    their gradients and Adam's two moments) and once more per ``--pool-size`` snapshot; the
+    their gradients and Adam's two moments) and once more per ``--pool-size`` snapshot and for
+    the ``--magnet-coef`` anchor; the
     ``--oracle-critic``'s four times; and a minibatch's activations (each of the two hidden
     layers' outputs before and after the ReLU, and their gradients) in each network."""
     policy = (in_size + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * (NUM_ACTIONS + 1)
-    need = 4 * policy * (4 + args.pool_size)
+    need = 4 * policy * (4 + args.pool_size + bool(args.magnet_coef))
     networks = 1
     if args.oracle_critic:
         seen = in_size + oracle_hidden_size(args.oracle_draws)
@@ -592,6 +612,81 @@ def oracle_hidden_size(draws: int) -> int:
 def oracle_critic(net: PolicyNet, draws: int) -> OracleCritic:
     """The oracle critic of ``net`` (its width and input), seeing ``draws`` draws ahead."""
     return OracleCritic(net.hidden, net.in_size, oracle_hidden_size(draws))
+
+
+MAGNET_ANCHORS = ("clone", "lagged")
+"""The anchors of ``--magnet`` that are not a checkpoint's path."""
+
+
+def check_magnet_flags(args: Args) -> None:
+    """``--magnet-coef``, ``--magnet`` and ``--magnet-every`` go together: a coefficient needs
+    an anchor and an anchor a coefficient, the refresh a lagged anchor, the clone a cloning."""
+    if args.magnet_coef and not args.magnet:
+        raise FlagError(
+            f"--magnet-coef {args.magnet_coef:g}: pulls the policy toward an anchor; give "
+            "--magnet clone, lagged or a checkpoint's path"
+        )
+    if args.magnet and not args.magnet_coef:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: the anchor of the magnet term, which --magnet-coef 0 "
+            "leaves off; give --magnet-coef above 0"
+        )
+    if args.magnet_every != Args.magnet_every and args.magnet != "lagged":
+        raise FlagError(
+            f"--magnet-every {args.magnet_every}: refreshes a lagged anchor, so it needs "
+            "--magnet lagged"
+        )
+    if args.magnet == "clone" and not args.bc_agent:
+        raise FlagError(
+            "--magnet clone: the anchor is the network as the cloning of --bc-agent leaves it, "
+            "so it needs --bc-agent (e.g. rule)"
+        )
+
+
+def check_magnet_anchor(args: Args, resumed, version: str) -> None:
+    """The anchor ``--magnet`` names can be had: a resumed ``clone`` run's checkpoint holds it
+    (a resumed run does not clone again), a saved anchor fits the network, and a checkpoint's
+    path is a network reading the learner's input ``version``."""
+    ckpt = resumed[1] if resumed else {}
+    if args.magnet in MAGNET_ANCHORS:
+        if args.magnet == "clone" and resumed and "magnet" not in ckpt:
+            raise FlagError(
+                f"--magnet clone: --resume {args.resume!r} holds no anchor (it was trained "
+                "without --magnet clone), and a resumed run does not clone again; use --magnet "
+                "lagged or a checkpoint's path"
+            )
+        if "magnet" in ckpt:
+            try:
+                copy.deepcopy(resumed[0]).load_state_dict(ckpt["magnet"])
+            except (RuntimeError, TypeError, AttributeError) as exc:
+                raise FlagError(
+                    f"--resume {args.resume!r}: its 'magnet' is not an anchor of its network "
+                    f"({str(exc).splitlines()[0]})"
+                ) from None
+        return
+    try:
+        anchor, _ = load_checkpoint(args.magnet)
+    except ValueError as exc:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: {exc} (the anchor is clone, lagged or a checkpoint's path)"
+        ) from None
+    if anchor.obs_version != version:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: reads {anchor.obs_version}, the network trained reads "
+            f"{version}; the anchor must read the same input"
+        )
+
+
+def magnet_anchor(args: Args, net: PolicyNet, ckpt: dict) -> PolicyNet:
+    """The anchor of the magnet term: for ``clone`` and ``lagged`` a copy of the network as it
+    is now (after any cloning), or the anchor a resumed checkpoint saved; else the network of
+    the checkpoint ``--magnet`` names."""
+    if args.magnet not in MAGNET_ANCHORS:
+        return load_checkpoint(args.magnet)[0]
+    anchor = copy.deepcopy(net)
+    if "magnet" in ckpt:
+        anchor.load_state_dict(ckpt["magnet"])
+    return anchor
 
 
 def resumed_training_seconds(ckpt: dict) -> float:
@@ -1131,6 +1226,9 @@ def run(
         rows = max(1, args.num_envs * args.num_steps // args.num_minibatches // 4)
         clone = CloneLoss(demos, args.bc_coef, rows, np.random.default_rng([args.seed, 7]))
     demos = None  # only the clone term's tensors keep them
+    magnet = None
+    if args.magnet_coef:  # after the cloning, which a clone anchor copies
+        magnet = Magnet(magnet_anchor(args, net, ckpt).to(device), args.magnet_coef)
     if rank:
         torch.manual_seed(seed)  # its own sampling
     num_updates = planned_updates(args, start_update, resumed_decisions)
@@ -1254,7 +1352,10 @@ def run(
             critic=critic,
             group=group,
             clone=clone,
+            magnet=magnet,
         )
+        if args.magnet == "lagged" and (update + 1) % args.magnet_every == 0:
+            magnet.anchor.load_state_dict(net.state_dict())
         clock.lap("update")
         hands_reward = r.rewards[r.dones]
         counts = torch.tensor(
@@ -1303,6 +1404,7 @@ def run(
                 "optimizer": opt.state_dict(),
                 "row": dict(row),  # metrics.jsonl's row without its evaluation (restore_row)
                 **({"critic": critic.state_dict()} if critic is not None else {}),
+                **({"magnet": magnet.anchor.state_dict()} if args.magnet in MAGNET_ANCHORS else {}),
                 "stages": [
                     *ckpt.get("stages", []),
                     {
