@@ -318,3 +318,21 @@ def test_bench_learner_measures_two_processes(capsys, one_torch_thread):
             bench_learner.main([*argv, flag, "-1"])
         assert exc.value.code == 2
         assert f"error: {flag} must be >= 1, got -1" in capsys.readouterr().err
+
+
+def test_a_best_response_with_a_magnet_trains_in_two_processes(tmp_path):
+    """``training.best_response`` runs its processes with its own job (one learner seat a game
+    against the target in each), a lagged magnet included; the trainer checks the processes'
+    parameters equal at each save, and the checkpoints record the best response."""
+    from training import best_response
+
+    run = {**vars(_small(tmp_path)), "eval_opponents": "", "magnet_coef": 0.2, "magnet": "lagged",
+           "magnet_every": 2}  # fmt: skip
+    args = best_response.Args(**run, target="greedy", final_deals=2)
+    out = best_response.train(args)
+    assert [r["update"] for r in out["updates"]] == [1, 2, 3]
+    assert all(r["train"]["loss/magnet_kl"] >= 0 for r in out["updates"])
+    _, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert ckpt["args"]["target"] == "greedy" and ckpt["args"]["processes"] == 2
+    assert "training.best_response" in ckpt["stages"][-1]["command"]
+    assert out["final"]["sampling"]["deals"] == 2

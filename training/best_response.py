@@ -27,7 +27,8 @@ argmax, and at the end on ``--final-deals`` fresh deals (seed ``--seed`` + 2000)
 
     best-response margin after M minutes: +X [lo, hi] points per hand (N deals)
 
-by sampling (the policy as trained; argmax is printed beside it): a lower bound on the
+by sampling or by argmax, whichever scored more at the curve's last point (other deals, so the
+choice does not favour the final margin; the other is printed beside it): a lower bound on the
 target's exploitability at that budget. ``M`` counts minutes of training as ``--time-limit``
 does (from the first update, evaluations included, cloning not), over the run and the runs it
 resumes. Beside the checkpoints the run writes ``best_response.json`` (the final measurement)
@@ -210,8 +211,7 @@ def target_network(args: Args, rules: Rules) -> PolicyNet:
 def check_resumed_target(args: Args, ckpt: dict) -> None:
     """A best-response checkpoint resumed in its own folder continues against its own target
     (the folder's ``metrics.jsonl`` and curve are against it); into a new folder it may train
-    against another. An ``--init`` other than ``scratch`` is said to be unused: the run
-    continues its checkpoint's network."""
+    against another."""
     trained = ckpt.get("args", {}).get("target") if isinstance(ckpt.get("args"), dict) else None
     if isinstance(trained, str) and trained != args.target and continues_folder(args):
         raise FlagError(
@@ -297,6 +297,13 @@ def margin_line(minutes: float, m: dict) -> str:
     )
 
 
+def chosen_play(last: dict) -> str:
+    """``sampling`` or ``argmax``: how the exploiter plays for the headline margin, the one of
+    the two that scored more at the curve's ``last`` point. That point's deals (seed ``--seed``
+    + 1000) are not the final measurement's, so the choice does not favour the final margin."""
+    return "argmax" if last["argmax_margin"] > last["margin"] else "sampling"
+
+
 # --------------------------------------------------------------------------- curve
 def as_point(row: dict, target: str) -> dict:
     """A point of the learning curve from a row of the trainer's history or ``metrics.jsonl``:
@@ -342,7 +349,8 @@ def start_point(out: dict, out_dir: Path, target: str, continuing: bool) -> dict
 
 def plot(points: list[dict], final: dict, minutes: float, title: str, path: Path) -> None:
     """The margin by sampling and by argmax against training minutes (95% intervals), and the
-    final measurement on fresh deals, as a PNG at ``path``."""
+    final measurements (``final``: ``{"sampling": ..., "argmax": ...}``, :func:`measure`) on
+    fresh deals, as a PNG at ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -353,22 +361,24 @@ def plot(points: list[dict], final: dict, minutes: float, title: str, path: Path
 
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = [p["minutes"] for p in points]
-    for play, label in (("", "sampling"), ("argmax_", "argmax")):
+    for play, label, color in (("", "sampling", "C0"), ("argmax_", "argmax", "C1")):
         ys = [p[f"{play}margin"] for p in points]
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(xs, ys, marker="o", label=label, color=color)
         lo = [number(p[f"{play}margin_ci95"][0]) for p in points]
         hi = [number(p[f"{play}margin_ci95"][1]) for p in points]
-        ax.fill_between(xs, lo, hi, alpha=0.2)
-    lo, hi = (number(x) for x in final["margin_ci95"])
-    ax.errorbar(
-        [minutes],
-        [final["margin"]],
-        yerr=[[final["margin"] - lo], [hi - final["margin"]]],
-        fmt="s",
-        color="black",
-        capsize=4,
-        label=f"final (sampling), {final['deals']:,} fresh deals",
-    )
+        ax.fill_between(xs, lo, hi, alpha=0.2, color=color)
+        end = final["sampling" if play == "" else "argmax"]
+        lo, hi = (number(x) for x in end["margin_ci95"])
+        ax.errorbar(
+            [minutes],
+            [end["margin"]],
+            yerr=[[end["margin"] - lo], [hi - end["margin"]]],
+            fmt="s",
+            color=color,
+            mec="black",
+            capsize=4,
+            label=f"{label}, {end['deals']:,} fresh deals",
+        )
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("training minutes")
     ax.set_ylabel("exploiter's margin per hand")
@@ -404,6 +414,8 @@ def train_share(args: Args, checked: Checked, group) -> dict:
     with ppo_selfplay.prepare_out_dir(run_args, checked.resumed):
         if args.force:
             remove_paths(earlier_outputs(args))
+        if checked.resumed and args.init == "target":
+            print("--init target: not copied again, the run continues its checkpoint's network")
         out = ppo_selfplay.run(
             run_args, checked.rules, checked.resumed, checked.device, group, trainer(checked)
         )
@@ -412,8 +424,9 @@ def train_share(args: Args, checked: Checked, group) -> dict:
 
 def finish(args: Args, checked: Checked, out: dict) -> dict:
     """Measure the last checkpoint against the target on ``--final-deals`` fresh deals, by
-    sampling and by argmax; print the best-response margin and the training speed; write
-    ``best_response.json``, ``curve.json`` and ``curve.png``."""
+    sampling and by argmax; print the best-response margin (of the play :func:`chosen_play`
+    picks) and the training speed; write ``best_response.json``, ``curve.json`` and
+    ``curve.png``."""
     out_dir = Path(args.out_dir)
     rules = checked.rules
     seed = args.seed + FINAL_SEED
@@ -425,23 +438,27 @@ def finish(args: Args, checked: Checked, out: dict) -> dict:
     minutes = last["total_seconds"] / 60
     trained = sum(u["train"].get("train/trained_decisions", 0) for u in out["updates"])
     played = out["decisions"] - out["resumed_decisions"]
+    loop = sum(out["phases"][k]["wall"] for k in ("env", "inference", "update"))
     speed = {
-        "decisions_per_second": played / out["seconds"],
-        "exploiter_decisions_per_second": trained / out["seconds"],
+        "training_seconds": loop,
+        "decisions_per_second": played / loop,
+        "exploiter_decisions_per_second": trained / loop,
     }
     print(
-        f"{played:,} decisions in {out['seconds']:.0f} s, all seats: "
-        f"{speed['decisions_per_second']:,.0f} a second; the exploiter's, trained on: "
-        f"{trained:,} ({speed['exploiter_decisions_per_second']:,.0f} a second)"
-    )
-    print(f"{margin_line(minutes, final['sampling'])}, against {args.target}")
-    print(
-        f"  by argmax: {final['argmax']['margin']:+.2f} "
-        f"{interval_text(final['argmax']['margin_ci95'], 2)}; the exploiter's own mean "
-        f"{final['sampling']['mean']:+.2f} a hand (sampling)"
+        f"{played:,} decisions in {loop:.0f} s of training (evaluations and saving left out), "
+        f"all seats: {speed['decisions_per_second']:,.0f} a second; the exploiter's, trained "
+        f"on: {trained:,} ({speed['exploiter_decisions_per_second']:,.0f} a second)"
     )
     start = start_point(out, out_dir, args.target, continues_folder(args))
     points = curve_points(out_dir, args.target, start)
+    play = chosen_play(points[-1])
+    other = "argmax" if play == "sampling" else "sampling"
+    print(f"{margin_line(minutes, final[play])}, by {play}, against {args.target}")
+    print(
+        f"  by {other}: {final[other]['margin']:+.2f} "
+        f"{interval_text(final[other]['margin_ci95'], 2)}; the exploiter's own mean "
+        f"{final[play]['mean']:+.2f} a hand ({play})"
+    )
     record = {
         "target": args.target,
         "init": args.init,
@@ -450,8 +467,9 @@ def finish(args: Args, checked: Checked, out: dict) -> dict:
         "checkpoint": out["checkpoint"],
         "rules": rules.to_record(),
         "final": final,
+        "play": play,
         "speed": speed,
-        "line": margin_line(minutes, final["sampling"]),
+        "line": margin_line(minutes, final[play]),
     }
     write_text_atomic(out_dir / "best_response.json", json_text(record, indent=1) + "\n")
     write_text_atomic(
@@ -460,15 +478,17 @@ def finish(args: Args, checked: Checked, out: dict) -> dict:
         + "\n",
     )
     alone = f"1 vs {rules.num_players - 1}"
-    title = f"Best response to {args.target} ({alone}, duplicate deals, 95% intervals)"
-    plot(points, final["sampling"], minutes, title, out_dir / "curve.png")
+    title = f"Best response to {args.target}, {alone} (95% intervals)"
+    plot(points, final, minutes, title, out_dir / "curve.png")
     print(f"wrote {out_dir / 'best_response.json'}, curve.json and curve.png")
-    return {**out, "final": final, "minutes": minutes, "curve": points, "speed": speed}
+    extra = {"final": final, "play": play, "minutes": minutes, "curve": points, "speed": speed}
+    return {**out, **extra}
 
 
 def train(args: Args) -> dict:
     """Run the best response; returns the trainer's results with the final measurement
-    (``final``: by sampling and by argmax), ``minutes``, ``curve`` and ``speed`` (``{}`` in the
+    (``final``: by sampling and by argmax), the ``play`` of the headline, ``minutes``,
+    ``curve`` and ``speed`` (``{}`` in the
     processes of a data-parallel run but the first). Every flag is checked first
     (:func:`check_args`): nothing is written on a bad one."""
     place = launch(args)
