@@ -97,8 +97,8 @@ class Args(ppo_selfplay.Args):
     final_deals: int = 1000
     """duplicate deals of the final 1-vs-3 measurement, fresh ones (seed --seed + 2000)"""
     eval_opponents: str = ""
-    """not used: a best-response run measures the exploiter against --target, 1 vs 3 (play its
-    checkpoint against others with python -m agents.arena)"""
+    """must stay '': a best-response run measures the exploiter against --target, 1 vs 3 (play
+    its checkpoint against others with python -m agents.arena)"""
     out_dir: str = "runs/best-response"
     """folder of the checkpoints, metrics.jsonl, best_response.json and the curve: a fresh run
     needs one without a run in it (or --force); --resume continues in its checkpoint's folder
