@@ -50,7 +50,7 @@ from agents.arena import (
     integer_at_least,
     label_order,
     named_agents,
-    seatings,
+    played_seatings,
 )
 from agents.base import Agent, decide, policy_outputs
 from agents.registry import make_agent
@@ -130,7 +130,7 @@ def play_traced(
     for i, agent in enumerate(objs):  # as the arena's first chunk: the same games result
         agent.reseed([seed, i, 0])
     n = rules.num_players
-    rotations = np.asarray(order)[seatings(len(objs), n, seating)]
+    rotations = np.asarray(order)[played_seatings(order, n, seating)]
     objs = [objs[i] for i in np.argsort(order)]
     r = len(rotations)
     walls, dealers = deal_walls(seed, np.arange(deals), n)

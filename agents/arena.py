@@ -26,6 +26,11 @@ mean and no margin.
   seats (6 for 3 agents at 3 seats, 24 for 4 agents at 4, 6 for 2 agents at 3, 36 for 3
   agents at 4). Every agent sits in every seat, and next to every other agent in both orders,
   equally often; the same test gave -0.06 [-0.27, +0.14].
+- ``--seating alone``: two agents, the first given alone at the table and the second in every
+  other seat (1 vs 3 at four seats), the first in each seat in turn on the same deals (``n``
+  seatings a deal). What a best response is measured in (``training.best_response``): how much
+  one player who knows the others' policy takes from them. Unlike the fair modes this one
+  depends on the order given: swapping the two agents measures the other one alone.
 
 Seatings that coincide are played once.
 
@@ -121,7 +126,7 @@ from zhuoji_env.rules import Rules, parse_switches
 from zhuoji_env.tiles import NUM_TILES
 from zhuoji_env.versions import stamp
 
-SEATING_MODES = ("permute", "rotate")
+SEATING_MODES = ("permute", "rotate", "alone")
 # per (deal, agent) accumulators, in this order
 FIELDS = (
     "hands",
@@ -157,13 +162,21 @@ def seatings(num_agents: int, num_players: int, mode: str = "permute") -> np.nda
 
     ``mode="rotate"``: the rotations of each composition's round-robin ``base``;
     ``mode="permute"``: every distinct arrangement of each composition over the seats (in
-    sorted order).
+    sorted order); ``mode="alone"``: two agents only, agent 0 alone in seat ``r`` of row ``r``
+    and agent 1 in every other seat (agent 0 is the first given: :func:`played_seatings`).
     """
     if num_agents < 1:
         raise ValueError("the arena needs at least one agent")
     if mode not in SEATING_MODES:
         raise ValueError(f"unknown seating mode {mode!r}: allowed {list(SEATING_MODES)}")
     n = num_players
+    if mode == "alone":
+        if num_agents != 2:
+            raise ValueError(
+                f"seating 'alone' seats the first agent alone against the second in every other "
+                f"seat: it takes exactly 2 agents, got {num_agents}"
+            )
+        return (np.arange(n)[:, None] != np.arange(n)[None, :]).astype(np.int64)
     cands: list[tuple[int, ...]] = []
     if mode == "rotate" and num_agents > n:
         cands = [tuple((s + r) % num_agents for s in range(n)) for r in range(num_agents)]
@@ -184,6 +197,15 @@ def seatings(num_agents: int, num_players: int, mode: str = "permute") -> np.nda
         if row not in rows:
             rows.append(row)
     return np.array(rows, dtype=np.int64)
+
+
+def played_seatings(order: Sequence[int], num_players: int, mode: str) -> np.ndarray:
+    """:func:`seatings` in the indices of the agents as played, ``order`` (:func:`label_order`:
+    played agent ``p`` is given agent ``order[p]``). The fair modes are the same whatever the
+    order; ``alone``'s rows name the agents as given (the first alone), so they are
+    renumbered."""
+    rows = seatings(len(order), num_players, mode)
+    return np.argsort(order)[rows] if mode == "alone" else rows
 
 
 def label_order(labels: Sequence[str], specs: Sequence[str]) -> list[int]:
@@ -837,7 +859,8 @@ def run_arena(
     device = check_device(device)
     rules = Rules.make(rules)
     n = rules.num_players
-    rotations = seatings(len(agents), n, seating)
+    order = label_order(labels, specs)  # played in label order, reported in the given one
+    rotations = played_seatings(order, n, seating)
     per_chunk = max(1, chunk_games // len(rotations))
     processes = worker_processes(workers, -(-deals // per_chunk), keep_games)
     check_memory(
@@ -848,7 +871,6 @@ def run_arena(
     if device is not None:
         agents, applied = on_devices(agents, device)
         device = device if applied else None
-    order = label_order(labels, specs)  # played in label order, reported in the given one
     objs = [
         make_agent(agents[k], seed=[seed, i], rules=rules)
         if isinstance(agents[k], str)
@@ -1093,7 +1115,8 @@ def main(argv: list[str] | None = None) -> int:
         default="permute",
         choices=SEATING_MODES,
         help="permute: every distinct arrangement of the agents over the seats (default); "
-        "rotate: only the cyclic rotations",
+        "rotate: only the cyclic rotations; alone: two agents, the first alone in each seat in "
+        "turn, the second in every other seat (1 vs 3)",
     )
     parser.add_argument(
         "--wall",

@@ -1,8 +1,10 @@
 """Agent specs: ``make_agent("random" | "greedy" | "rule" | "prefix:argument", seed)``.
 
 A spec is a registered prefix, optionally followed by ``:`` and an argument that the prefix's
-factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``ppo:PATH[:greedy][:DEVICE]`` (a
-checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`), the shipped trained policies
+factory interprets. Built in: ``random``, ``greedy``, ``rule``, ``discard-drawn`` (an agent
+exploitable by construction, :class:`~agents.exploitable.DiscardDrawnAgent`),
+``ppo:PATH[:greedy][:DEVICE]`` (a checkpoint of ``training.ppo_selfplay``, :mod:`agents.ppo`),
+the shipped trained policies
 ``ppo-guiyang``, ``ppo-classic`` and ``ppo-app`` (``NAME[:greedy][:DEVICE]``, the strongest
 per preset) and ``ppo-scratch`` (guiyang, trained without a teacher), ``sb3:PATH`` (a MaskablePPO
 model, :mod:`agents.sb3`) and ``rllib:PATH[:greedy]`` (a ``training.rllib_ppo`` run,
@@ -155,11 +157,13 @@ def _no_argument(cls):
 
 
 def _register_builtins() -> None:
+    from agents.exploitable import DiscardDrawnAgent
     from agents.rule import RuleAgent
     from agents.simple import GreedyAgent, RandomAgent
 
     register_agent("random", _no_argument(RandomAgent))
     register_agent("greedy", _no_argument(GreedyAgent))
+    register_agent("discard-drawn", _no_argument(DiscardDrawnAgent))
 
     def rule(arg, seed=None, rules=None):
         if arg is not None:
@@ -230,6 +234,16 @@ def _register_builtins() -> None:
         return agent_factory(arg, seed=seed, rules=rules, make_agent=make_agent)
 
     register_agent("search", search)
+
+    def no_hu(arg, seed=None, rules=None):
+        try:
+            from agents.exploitable import no_hu_factory
+
+            return no_hu_factory(arg, seed=seed, rules=rules, make_agent=make_agent)
+        except ImportError as exc:
+            raise needs_train("no-hu", exc) from None
+
+    register_agent("no-hu", no_hu)
 
 
 _register_builtins()

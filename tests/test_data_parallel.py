@@ -16,7 +16,7 @@ import torch.multiprocessing as tmp
 
 from agents.ppo import PolicyNet, load_checkpoint
 from training.cli import FlagError
-from training.learner import Batch, CloneLoss, Demonstrations, ProcessGroup, ppo_update
+from training.learner import Batch, CloneLoss, Demonstrations, Magnet, ProcessGroup, ppo_update
 from training.ppo_selfplay import Args, train
 from zhuoji_env.observation import OBS_SIZE
 
@@ -65,12 +65,18 @@ class _Interleaved:
         )
 
 
-def _update(net: PolicyNet, batch: Batch, rng, group=None, clone=None) -> dict:
+def _update(net: PolicyNet, batch: Batch, rng, group=None, clone=None, magnet=None) -> dict:
     opt = torch.optim.Adam(net.parameters(), lr=1e-2, eps=1e-5)
     return ppo_update(
         net, opt, batch, epochs=3, num_minibatches=MINIBATCHES, rng=rng, group=group,
-        clone=clone, **SETTINGS,
+        clone=clone, magnet=magnet, **SETTINGS,
     )  # fmt: skip
+
+
+def _magnet() -> Magnet:
+    """A magnet toward a network of other weights than the one trained."""
+    torch.manual_seed(7)
+    return Magnet(PolicyNet(16), 0.3)
 
 
 def _clone() -> CloneLoss:
@@ -89,31 +95,39 @@ def _join(rank: int, store: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
 
 
-def _split_update(rank: int, store: str, out: str, clone: bool) -> None:
+def _split_update(rank: int, store: str, out: str, term: str) -> None:
     """Process ``rank`` updates on its share of the batch (the first one with the clone term
-    when ``clone``) and saves its network and stats."""
+    when ``term`` is ``clone``; every process with the same magnet when it is ``magnet``) and
+    saves its network and stats."""
     _join(rank, store)
     try:
         net, b = _net_and_batch(sum(SIZES))
         lo = sum(SIZES[:rank])
         part = Batch(*(None if x is None else x[lo : lo + SIZES[rank]] for x in b))
-        term = _clone() if clone and rank == 0 else None
-        stats = _update(net, part, np.random.default_rng(rank), ProcessGroup(), term)
+        clone = _clone() if term == "clone" and rank == 0 else None
+        magnet = _magnet() if term == "magnet" else None
+        rng = np.random.default_rng(rank)
+        stats = _update(net, part, rng, ProcessGroup(), clone, magnet)
         torch.save({"model": net.state_dict(), "stats": stats}, f"{out}/{rank}.pt")
         dist.barrier()  # neither tears gloo down while the other may still use it
     finally:
         dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("clone", [False, True], ids=["ppo", "with-clone-term"])
-def test_update_split_across_processes_is_the_update_on_their_union(tmp_path, clone):
+@pytest.mark.parametrize("term", ["", "clone", "magnet"], ids=["ppo", "with-clone-term", "magnet"])
+def test_update_split_across_processes_is_the_update_on_their_union(tmp_path, term):
     """Also with ``--bc-coef``'s term, held by the first process alone: the summed gradients
-    are those of one process's PPO loss on the union plus the term at its full weight."""
-    tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path), clone), nprocs=2)
+    are those of one process's PPO loss on the union plus the term at its full weight; and
+    with the magnet term (``--magnet-coef``), held by every process: its mean over the union."""
+    tmp.spawn(_split_update, args=(str(tmp_path / "store"), str(tmp_path), term), nprocs=2)
     net, b = _net_and_batch(sum(SIZES))
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    stats = _update(net, b, _Interleaved(), clone=_clone() if clone else None)
-    assert ("loss/clone" in stats) is clone
+    clone = _clone() if term == "clone" else None
+    stats = _update(
+        net, b, _Interleaved(), clone=clone, magnet=_magnet() if term == "magnet" else None
+    )
+    assert ("loss/clone" in stats) is (term == "clone")
+    assert ("loss/magnet_kl" in stats) is (term == "magnet")
     for rank in range(2):
         got = torch.load(tmp_path / f"{rank}.pt", weights_only=True)
         for k, v in net.state_dict().items():
@@ -304,3 +318,21 @@ def test_bench_learner_measures_two_processes(capsys, one_torch_thread):
             bench_learner.main([*argv, flag, "-1"])
         assert exc.value.code == 2
         assert f"error: {flag} must be >= 1, got -1" in capsys.readouterr().err
+
+
+def test_a_best_response_with_a_magnet_trains_in_two_processes(tmp_path):
+    """``training.best_response`` runs its processes with its own job (one learner seat a game
+    against the target in each), a lagged magnet included; the trainer checks the processes'
+    parameters equal at each save, and the checkpoints record the best response."""
+    from training import best_response
+
+    run = {**vars(_small(tmp_path)), "eval_opponents": "", "magnet_coef": 0.2, "magnet": "lagged",
+           "magnet_every": 2}  # fmt: skip
+    args = best_response.Args(**run, target="greedy", final_deals=2)
+    out = best_response.train(args)
+    assert [r["update"] for r in out["updates"]] == [1, 2, 3]
+    assert all(r["train"]["loss/magnet_kl"] >= 0 for r in out["updates"])
+    _, ckpt = load_checkpoint(tmp_path / "latest.pt")
+    assert ckpt["args"]["target"] == "greedy" and ckpt["args"]["processes"] == 2
+    assert "training.best_response" in ckpt["stages"][-1]["command"]
+    assert out["final"]["sampling"]["deals"] == 2

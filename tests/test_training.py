@@ -239,7 +239,7 @@ def test_help_shows_each_flags_docstring_default_and_the_command(script, capsys)
 
 
 HELPED = ["ppo_selfplay", "sb3_maskable", "demo", "curve", "ship_policy", "bench_learner"]
-HELPED += ["distill_search", "rllib_two_nodes", "bench_rllib", "rllib_ppo"]
+HELPED += ["distill_search", "rllib_two_nodes", "bench_rllib", "rllib_ppo", "best_response"]
 
 
 @pytest.mark.parametrize("name", HELPED)

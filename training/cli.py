@@ -50,19 +50,23 @@ class _Switch(argparse.BooleanOptionalAction):
 
 def field_docs(cls: type) -> dict[str, str]:
     """The docstring under each field of a dataclass (the string literal right after its
-    annotated assignment), whitespace collapsed; fields without one are left out."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
+    annotated assignment), whitespace collapsed; fields without one are left out. A subclass's
+    fields take their base classes' docstrings unless it gives its own."""
     docs = {}
-    for stmt, nxt in zip(body, body[1:], strict=False):
-        if (
-            isinstance(stmt, ast.AnnAssign)
-            and isinstance(stmt.target, ast.Name)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            docs[stmt.target.id] = " ".join(nxt.value.value.split())
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        body = tree.body[0].body
+        for stmt, nxt in zip(body, body[1:], strict=False):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.target.id] = " ".join(nxt.value.value.split())
     return docs
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.base import Agent
+from agents.base import Agent, decide
 from zhuoji_env.engine.actions import NUM_ACTIONS
 from zhuoji_env.engine.game import is_real
 from zhuoji_env.envs.vector import SelfPlayVecEnv
@@ -251,6 +251,7 @@ def ppo_update(
     critic: OracleCritic | None = None,
     group: ProcessGroup | None = None,
     clone: CloneLoss | None = None,
+    magnet: Magnet | None = None,
 ) -> dict[str, float]:
     """PPO's clipped update over ``epochs`` passes of shuffled whole minibatches, on the device
     of ``net`` (the batch is moved there once). On the CPU without ``bf16`` the first layer
@@ -269,6 +270,12 @@ def ppo_update(
     draw of demonstrations (run densely, whatever the path of the batch's first layer), and
     ``loss/clone`` logs that cross entropy's mean. With a ``group``, pass it in one process
     only: its term is added there at full weight, and ``loss/clone`` is that process's own.
+    With a ``magnet`` (:class:`Magnet`) every minibatch's loss also holds ``magnet.coef`` x the
+    mean over its decisions of the reverse KL from the policy to the magnet's anchor over the
+    legal actions (:func:`reverse_kl`), and ``loss/magnet_kl`` logs that mean; with a
+    ``group``, every process passes the same magnet and its term is part of the mean over the
+    union, as PPO's own terms are. Without one (or with none given) the update is the plain one,
+    step for step.
 
     With a ``group`` (:class:`ProcessGroup`) every process of it calls this on its own share of
     the rollout and they take the same steps, as many per epoch as the process with the fewest
@@ -302,7 +309,7 @@ def ppo_update(
     if group is not None:  # each minibatch's advantage count, sum and square sum, in one message
         adv = b.adv.double()
         moments = group.sum(torch.stack([_moments(adv[j]) for j in minibatches]))
-    steps, clone_ce = [], []
+    steps, clone_ce, magnet_kl = [], [], []
     for i, j in enumerate(minibatches):  # whole minibatches only
         if rows is not None:
             pre = SparseRowsLinear.apply(rows[0][j], rows[1][j], first.weight, first.bias)
@@ -326,7 +333,12 @@ def ppo_update(
         vloss = 0.5 * ((value.float() - b.ret[j]) ** 2).mean()
         # softmax, not logp_all.exp(): exp of the masked -1e9 takes a slow path on the CPU
         ent = -(torch.softmax(logits.float(), -1) * logp_all).sum(-1).mean()  # 0 * -1e9 = 0
-        loss = (pg + vf_coef * vloss - ent_coef * ent) * share
+        terms = pg + vf_coef * vloss - ent_coef * ent
+        if magnet is not None:
+            kl = reverse_kl(logits, magnet.logits(b, j, rows, bf16), b.mask[j]).mean()
+            magnet_kl.append(kl.detach())
+            terms = terms + magnet.coef * kl
+        loss = terms * share
         if clone is not None:
             ce = clone.cross_entropy(net, bf16)
             clone_ce.append(ce.detach())
@@ -351,7 +363,50 @@ def ppo_update(
     )
     if clone_ce:
         stats["loss/clone"] = torch.stack(clone_ce).mean().item()
+    if magnet_kl:
+        kl = torch.stack(magnet_kl).mean().cpu().double()
+        stats["loss/magnet_kl"] = float(group.sum(kl * share) if group is not None else kl)
     return stats
+
+
+def reverse_kl(logits: torch.Tensor, anchor_logits: torch.Tensor, mask: torch.Tensor):
+    """float32 ``[N]``: KL(pi || anchor) = sum over the legal actions of ``pi(a) (log pi(a) -
+    log anchor(a))``, from the masked logits of the policy and of the anchor (illegal actions at
+    -1e9 in both, left out of the sum)."""
+    logp = torch.log_softmax(logits.float(), -1)
+    logq = torch.log_softmax(anchor_logits.float(), -1)
+    p = torch.softmax(logits.float(), -1)  # not logp.exp(): see the entropy above
+    return torch.where(mask, p * (logp - logq), 0.0).sum(-1)
+
+
+class Magnet:
+    """The magnet of Magnetic Mirror Descent (Sokota et al., "A unified approach to
+    reinforcement learning, quantal response equilibria, and two-player zero-sum games", ICLR
+    2023): ``coef`` x the reverse KL(pi || anchor) over the legal actions in the loss
+    (:func:`ppo_update`), a pull of the policy toward a fixed ``anchor`` policy, a network that
+    reads the learner's input (the clone of ``rule`` before PPO, a lagged copy of the learner,
+    or another checkpoint). The anchor is never trained: its parameters are frozen here."""
+
+    def __init__(self, anchor: nn.Module, coef: float):
+        if not (is_real(coef) and coef > 0):
+            raise ValueError(f"Magnet needs coef > 0, got {coef!r}")
+        self.anchor = anchor.eval()
+        self.coef = float(coef)
+        for p in anchor.parameters():
+            p.requires_grad_(False)
+
+    @torch.no_grad()
+    def logits(self, b: Batch, j: torch.Tensor, rows, bf16: bool) -> torch.Tensor:
+        """The anchor's masked logits on minibatch ``j`` of ``b``: from the observations'
+        nonzeros ``rows`` (:func:`nonzeros_by_row`) where the update runs on them, else dense."""
+        a = self.anchor
+        if rows is not None:
+            first = a.body[0]
+            pre = SparseRowsLinear.apply(rows[0][j], rows[1][j], first.weight, first.bias)
+            return a.after_first_layer(pre, b.mask[j])[0]
+        device = b.obs.device
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            return a(b.obs[j], b.mask[j])[0]
 
 
 class CloneLoss:
@@ -466,7 +521,9 @@ class Demonstrations(NamedTuple):
 
 
 def collect_demonstrations(agent: Agent, env: SelfPlayVecEnv, steps: int, seed: int):
-    """``agent`` plays every seat of ``env`` for ``steps`` steps from ``reset(seed=seed)``."""
+    """``agent`` plays every seat of ``env`` for ``steps`` steps from ``reset(seed=seed)`` (an
+    agent that needs the public view of the game, ``search:``, is given it:
+    :func:`agents.base.decide`)."""
     B = env.num_envs
     obs, masks, seats = env.reset(seed=seed)
     o_buf = np.zeros((steps, B, OBS_SIZE), np.float32)
@@ -477,7 +534,7 @@ def collect_demonstrations(agent: Agent, env: SelfPlayVecEnv, steps: int, seed: 
     fin = np.zeros((steps, B), bool)
     seat_buf = np.zeros((steps, B), np.int64)
     for t in range(steps):
-        a = agent.act(obs, masks)
+        a = decide(agent, obs, masks, env.game.state, np.arange(B))
         o_buf[t], m_buf[t], a_buf[t], seat_buf[t] = obs, masks, a, seats
         obs, masks, seats, _, _, infos = env.step(a)
         infos["transitions"].fill(rew, done, fin, start=0)

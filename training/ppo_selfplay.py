@@ -7,8 +7,11 @@ last decision of the hand (the vector env's transitions), and GAE runs along eac
 trajectory (:func:`training.learner.seat_gae`; the maths is in :mod:`training.learner`). A
 decision still open when a rollout stops is carried into the next one and trained on there,
 once its outcome is known (:meth:`Rollout.next`). Optionally a share of the seats is played
-by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``); their
-decisions are not trained on. With ``--oracle-critic`` the values come from a separate critic
+by frozen past checkpoints (``--pool-size``) or by fixed agents (``--pool-agents rule``, or
+``ppo:PATH`` checkpoints: a league); their decisions are not trained on. With ``--magnet-coef``
+every minibatch's loss also pulls the policy toward an anchor policy, the reverse KL of
+Magnetic Mirror Descent (:class:`~training.learner.Magnet`; ``--magnet clone``, ``lagged`` or a
+checkpoint). With ``--oracle-critic`` the values come from a separate critic
 that also sees what the seat cannot (:class:`~training.learner.OracleCritic`, fed by
 :meth:`SelfPlayVecEnv.hidden`; with ``--oracle-draws`` also the order of the wall), while the
 policy still sees only its observation. With
@@ -34,9 +37,11 @@ a folder without a run (:func:`replaced_files`). Each checkpoint records
 its provenance in ``stages``: per run that led to it (the first, then each ``--resume``), the
 command that reruns it, the git commit, the preset, the decisions trained and the wall seconds
 (cloning included). ``metrics.jsonl``
-has one line per update: its ``train`` entry holds the means over the update's minibatches of
-the policy and value losses, entropy, approximate KL and clip fraction, and the explained
-variance of the values (as CleanRL logs them). ``--resume CKPT`` continues a run. The script
+has one line per update: its ``seconds`` since this run's first update and ``total_seconds``
+over it and the runs it resumes (where their checkpoints logged theirs), and its ``train``
+entry, the means over the update's minibatches of the policy and value losses, entropy,
+approximate KL and clip fraction, and the explained variance of the values (as CleanRL logs
+them). ``--resume CKPT`` continues a run. The script
 prints the share of wall time spent inside the environment.
 
 Run length: ``--time-limit M`` alone trains for M minutes (no decision cap); ``--total-decisions``
@@ -69,6 +74,7 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +83,7 @@ import torch
 
 from agents import make_agent
 from agents.arena import against_each, interval_text
+from agents.base import decide
 from agents.ppo import (
     HINT_START,
     INPUT_SIZES,
@@ -126,6 +133,7 @@ from training.learner import (
     Batch,
     CloneLoss,
     Demonstrations,
+    Magnet,
     OracleCritic,
     ProcessGroup,
     behaviour_clone,
@@ -138,7 +146,9 @@ from training.learner import (
 from training.recipes import RECIPES
 from zhuoji_env.commands import prog
 from zhuoji_env.engine.actions import NUM_ACTIONS
+from zhuoji_env.engine.game import is_real
 from zhuoji_env.engine.records import is_plain_int
+from zhuoji_env.engine.state import State
 from zhuoji_env.envs.vector import SelfPlayVecEnv
 from zhuoji_env.fileio import FolderLock, append_text_atomic, copy_atomic, unused_path
 from zhuoji_env.limits import TORCH_PROCESS_BYTES, exits_2_when_out_of_memory
@@ -256,6 +266,15 @@ class Args:
     bc_coef: float = 0.0
     """keep cloning during PPO: this weight x the cross entropy toward the --bc-agent's
     demonstrations, on a quarter-minibatch of them drawn at every step (0: off)"""
+    magnet_coef: float = 0.0
+    """weight of the magnet term (Magnetic Mirror Descent): this x the reverse KL(pi || anchor)
+    over the legal actions in every minibatch's loss, a pull toward --magnet's anchor (0: off)"""
+    magnet: str = ""
+    """the anchor of --magnet-coef: 'clone' (the network that cloning --bc-agent gave, before
+    PPO), 'lagged' (a copy of the learner, refreshed every --magnet-every updates) or a
+    checkpoint's path (a network reading the same input)"""
+    magnet_every: int = 10
+    """with --magnet lagged: updates between refreshes of the anchor by the learner"""
     eval_every: int = 20
     """updates between arena evaluations (0: only at the end)"""
     eval_deals: int = 200
@@ -331,6 +350,8 @@ def check_args(
             "bc_epochs": INT_POSITIVE,
             "bc_coef": NON_NEGATIVE,
             "bc_smoothing": UNIT,
+            "magnet_coef": NON_NEGATIVE,
+            "magnet_every": INT_POSITIVE,
             "eval_every": INT_NON_NEGATIVE,
             "eval_deals": INT_POSITIVE,
             "save_every": INT_NON_NEGATIVE,
@@ -407,6 +428,7 @@ def check_args(
             f"--bc-coef {args.bc_coef}: with --rule-hint the clone term would fit demonstrations "
             "with rule's advice blanked while the policy plays with it; add --bc-sees-hint"
         )
+    check_magnet_flags(args)
     resumed = None
     if args.resume:
         try:
@@ -470,6 +492,9 @@ def check_args(
                 + f"; pass at least {trained + per_update} to train one more update of "
                 f"--num-envs x --num-steps = {per_update:,} decisions, or give --time-limit"
             )
+    version = resumed[0].obs_version if resumed else input_version(args)
+    if args.magnet_coef:
+        check_magnet_anchor(args, resumed, version)
     in_size = resumed[0].in_size if resumed else INPUT_SIZES[input_version(args)]
     hidden = resumed[0].hidden if resumed else args.hidden
     width = f"a network of width {hidden}" + (" (--resume's)" if resumed else "")
@@ -513,11 +538,12 @@ def memory_needed(args: Args, in_size: int, hidden: int | None = None) -> int:
 
 def network_memory(args: Args, in_size: int, hidden: int) -> int:
     """Bytes of the networks of a run: the policy's float32 weights four times (the weights,
-    their gradients and Adam's two moments) and once more per ``--pool-size`` snapshot; the
+    their gradients and Adam's two moments) and once more per ``--pool-size`` snapshot and for
+    the ``--magnet-coef`` anchor; the
     ``--oracle-critic``'s four times; and a minibatch's activations (each of the two hidden
     layers' outputs before and after the ReLU, and their gradients) in each network."""
     policy = (in_size + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * (NUM_ACTIONS + 1)
-    need = 4 * policy * (4 + args.pool_size)
+    need = 4 * policy * (4 + args.pool_size + bool(args.magnet_coef))
     networks = 1
     if args.oracle_critic:
         seen = in_size + oracle_hidden_size(args.oracle_draws)
@@ -596,6 +622,90 @@ def oracle_hidden_size(draws: int) -> int:
 def oracle_critic(net: PolicyNet, draws: int) -> OracleCritic:
     """The oracle critic of ``net`` (its width and input), seeing ``draws`` draws ahead."""
     return OracleCritic(net.hidden, net.in_size, oracle_hidden_size(draws))
+
+
+MAGNET_ANCHORS = ("clone", "lagged")
+"""The anchors of ``--magnet`` that are not a checkpoint's path."""
+
+
+def check_magnet_flags(args: Args) -> None:
+    """``--magnet-coef``, ``--magnet`` and ``--magnet-every`` go together: a coefficient needs
+    an anchor and an anchor a coefficient, the refresh a lagged anchor, the clone a cloning."""
+    if args.magnet_coef and not args.magnet:
+        raise FlagError(
+            f"--magnet-coef {args.magnet_coef:g}: pulls the policy toward an anchor; give "
+            "--magnet clone, lagged or a checkpoint's path"
+        )
+    if args.magnet and not args.magnet_coef:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: the anchor of the magnet term, which --magnet-coef 0 "
+            "leaves off; give --magnet-coef above 0"
+        )
+    if args.magnet_every != Args.magnet_every and args.magnet != "lagged":
+        raise FlagError(
+            f"--magnet-every {args.magnet_every}: refreshes a lagged anchor, so it needs "
+            "--magnet lagged"
+        )
+    if args.magnet == "clone" and not args.bc_agent:
+        raise FlagError(
+            "--magnet clone: the anchor is the network as the cloning of --bc-agent leaves it, "
+            "so it needs --bc-agent (e.g. rule)"
+        )
+
+
+def check_magnet_anchor(args: Args, resumed, version: str) -> None:
+    """The anchor ``--magnet`` names can be had: a resumed ``clone`` run's checkpoint holds it
+    (a resumed run does not clone again), a saved anchor fits the network, and a checkpoint's
+    path is a network reading the learner's input ``version``."""
+    ckpt = resumed[1] if resumed else {}
+    if args.magnet in MAGNET_ANCHORS:
+        if args.magnet == "clone" and resumed and "magnet" not in ckpt:
+            raise FlagError(
+                f"--magnet clone: --resume {args.resume!r} holds no anchor (it was trained "
+                "without --magnet clone), and a resumed run does not clone again; use --magnet "
+                "lagged or a checkpoint's path"
+            )
+        if "magnet" in ckpt:
+            try:
+                copy.deepcopy(resumed[0]).load_state_dict(ckpt["magnet"])
+            except (RuntimeError, TypeError, AttributeError) as exc:
+                raise FlagError(
+                    f"--resume {args.resume!r}: its 'magnet' is not an anchor of its network "
+                    f"({str(exc).splitlines()[0]})"
+                ) from None
+        return
+    try:
+        anchor, _ = load_checkpoint(args.magnet)
+    except ValueError as exc:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: {exc} (the anchor is clone, lagged or a checkpoint's path)"
+        ) from None
+    if anchor.obs_version != version:
+        raise FlagError(
+            f"--magnet {args.magnet!r}: reads {anchor.obs_version}, the network trained reads "
+            f"{version}; the anchor must read the same input"
+        )
+
+
+def magnet_anchor(args: Args, net: PolicyNet, ckpt: dict) -> PolicyNet:
+    """The anchor of the magnet term: for ``clone`` and ``lagged`` a copy of the network as it
+    is now (after any cloning), or the anchor a resumed checkpoint saved; else the network of
+    the checkpoint ``--magnet`` names."""
+    if args.magnet not in MAGNET_ANCHORS:
+        return load_checkpoint(args.magnet)[0]
+    anchor = copy.deepcopy(net)
+    if "magnet" in ckpt:
+        anchor.load_state_dict(ckpt["magnet"])
+    return anchor
+
+
+def resumed_training_seconds(ckpt: dict) -> float:
+    """The training seconds a checkpoint's run had logged (its row's ``total_seconds``: over
+    that run and the runs it continued), where a resumed run's own count starts; 0 for a
+    checkpoint that logged none (a shipped policy, or one saved before the count)."""
+    row = ckpt.get("row")
+    total = row.get("total_seconds") if isinstance(row, dict) else None
+    return float(total) if is_real(total) and math.isfinite(total) and total >= 0 else 0.0
 
 
 def resumed_from(path: str, ckpt: dict) -> dict:
@@ -815,13 +925,51 @@ def sample(net: PolicyNet, obs: torch.Tensor, mask: torch.Tensor, device: torch.
     return action.squeeze(-1).cpu(), logp.cpu(), value.cpu().numpy()
 
 
-def fixed_actions(member, read: NetInput, x: torch.Tensor, obs: np.ndarray, mask: np.ndarray):
-    """A fixed pool agent's actions on its rows: a ``rule`` seat under ``--rule-hint`` plays the
-    ``rule_choice`` block the network input ``x`` already carries (the same rules, and ``rule``
-    is deterministic), so its advice is not worked out twice; any other agent acts."""
-    if read.rule is not None and isinstance(member, RuleAgent) and member.rules == read.rules:
+def lone_seats(rng: np.random.Generator, games: int, n: int, members: int) -> np.ndarray:
+    """int ``[games, n]``: who plays each seat of ``games`` new hands with one learner seat a
+    game: -1 (the learner) in one seat drawn uniformly, a member ``0..members-1`` drawn
+    uniformly in each other seat."""
+    learner = rng.integers(n, size=games)
+    who = rng.integers(members, size=(games, n))
+    return np.where(np.arange(n) == learner[:, None], -1, who)
+
+
+def learner_input(
+    read: NetInput, obs: np.ndarray, masks: np.ndarray, rows: np.ndarray | None, size: int
+) -> np.ndarray:
+    """What the network reads (``read``) of every row of a step, or with ``rows`` of those
+    alone, zeros elsewhere: with one learner seat a game (:class:`Trainer`'s ``lone_learner``)
+    the other rows are never trained on, and their input (``rule``'s advice under
+    ``--rule-hint``) is not worked out."""
+    if rows is None:
+        return read(obs, masks)
+    x = np.zeros((len(obs), size), np.float32)
+    if rows.size:
+        x[rows] = read(obs[rows], masks[rows])
+    return x
+
+
+def fixed_actions(
+    member,
+    read: NetInput,
+    x: torch.Tensor | None,
+    obs: np.ndarray,
+    mask: np.ndarray,
+    state: State | None = None,
+    games: np.ndarray | None = None,
+):
+    """A fixed pool agent's actions on its rows, all of them in one call (one forward pass of a
+    policy network): a ``rule`` seat under ``--rule-hint`` plays the ``rule_choice`` block the
+    network input ``x`` already carries (the same rules, and ``rule`` is deterministic), so its
+    advice is not worked out twice; any other agent acts (so does ``rule`` where ``x`` is None),
+    given the public view of ``games`` of the engine's ``state`` where it needs one
+    (``search:``, :func:`agents.base.decide`)."""
+    ruled = read.rule is not None and isinstance(member, RuleAgent) and member.rules == read.rules
+    if x is not None and ruled:
         return x[:, HINT_START : HINT_START + NUM_ACTIONS].argmax(1)
-    return torch.from_numpy(member.act(obs, mask))
+    if state is None:
+        return torch.from_numpy(member.act(obs, mask))
+    return torch.from_numpy(decide(member, obs, mask, state, games))
 
 
 def rollout_advantages(r: Rollout, args: Args) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -998,11 +1146,49 @@ def restore_row(metrics: Path, ckpt: dict) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Trainer:
+    """What a trainer built on :func:`run`'s loop sets (:func:`self_play` is this module's;
+    ``training.best_response`` is another): ``module`` is the one whose ``python -m`` reruns a
+    stage (the checkpoints' ``stages``); ``fixed`` the agent specs that join the opponents for
+    good; with ``lone_learner`` each hand has exactly one learner seat, drawn at random, and
+    the fixed agents play every other seat (without it each seat of a hand is a pool member
+    with chance ``--pool-prob``); ``evaluate(net, rules, seed)`` evaluates the network
+    (``{opponent: margins}``, as :func:`evaluate`), or is None for no evaluation; ``initial``
+    is the network a fresh run starts from (None: a new one of ``--hidden`` and the input the
+    flags ask for)."""
+
+    module: str
+    fixed: tuple[str, ...] = ()
+    lone_learner: bool = False
+    evaluate: Callable[[PolicyNet, Rules, int], dict] | None = None
+    initial: PolicyNet | None = None
+
+
+def self_play(args: Args) -> Trainer:
+    """This module's trainer: ``--pool-agents`` as the fixed opponents, evaluated against
+    ``--eval-opponents`` (none: no evaluation)."""
+
+    def against_opponents(net: PolicyNet, rules: Rules, seed: int) -> dict:
+        return evaluate(net, args, rules, seed)
+
+    evaluating = bool(agent_specs(args.eval_opponents))
+    fixed = tuple(agent_specs(args.pool_agents))
+    return Trainer(MODULE, fixed, evaluate=against_opponents if evaluating else None)
+
+
 def run(
-    args: Args, rules: Rules, resumed, device: torch.device, group: ProcessGroup | None = None
+    args: Args,
+    rules: Rules,
+    resumed,
+    device: torch.device,
+    group: ProcessGroup | None = None,
+    trainer: Trainer | None = None,
 ) -> dict:
     """The training loop of one process (of ``group``'s, when given: the first one evaluates,
-    logs, saves and returns the results of :func:`train`; the others return ``{}``)."""
+    logs, saves and returns the results of :func:`train`; the others return ``{}``), of
+    ``trainer`` (default :func:`self_play`)."""
+    trainer = trainer or self_play(args)
     rank, size = (group.rank, group.size) if group else (0, 1)
     lead = rank == 0
     torch.set_num_threads(args.torch_threads)
@@ -1015,7 +1201,12 @@ def run(
     B = args.num_envs // size
     env = SelfPlayVecEnv(B, rules, seed=seed, reward_scale=args.reward_scale)
     n, T = rules.num_players, args.num_steps
-    net, ckpt = resumed or (PolicyNet(args.hidden, input_version(args)), {})
+    if resumed:
+        net, ckpt = resumed
+    else:
+        net, ckpt = trainer.initial, {}
+        if net is None:
+            net = PolicyNet(args.hidden, input_version(args))
     read = NetInput(net.obs_version, rules)
     net.to(device).train()
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, eps=1e-5)
@@ -1036,12 +1227,13 @@ def run(
             print("optimizer state not resumed: the checkpoint was trained without a critic")
     start_update, decisions = ckpt.get("update", 0), ckpt.get("decisions", 0)
     resumed_decisions = decisions
+    resumed_seconds = resumed_training_seconds(ckpt)
     if lead:
         print(plan(args, start_update, decisions), flush=True)
     run_start = time.perf_counter()
     bf16 = bf16_from_flag(args.bf16, device)
     stage = {
-        "command": launch_command(args, MODULE),
+        "command": launch_command(args, trainer.module),
         "processes": size,
         "commit": source_commit(),
         "preset": rules.preset,
@@ -1068,6 +1260,9 @@ def run(
         rows = max(1, args.num_envs * args.num_steps // args.num_minibatches // 4)
         clone = CloneLoss(demos, args.bc_coef, rows, np.random.default_rng([args.seed, 7]))
     demos = None  # only the clone term's tensors keep them
+    magnet = None
+    if args.magnet_coef:  # after the cloning, which a clone anchor copies
+        magnet = Magnet(magnet_anchor(args, net, ckpt).to(device), args.magnet_coef)
     if rank:
         torch.manual_seed(seed)  # its own sampling
     num_updates = planned_updates(args, start_update, resumed_decisions)
@@ -1077,12 +1272,14 @@ def run(
 
         writer = SummaryWriter(str(out_dir / "tb"))
     metrics = out_dir / "metrics.jsonl"  # none in a fresh run (replaced_files); --resume appends
-    fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in agent_specs(args.pool_agents)]
+    fixed = [make_agent(s, seed=seed + 3, rules=rules) for s in trainer.fixed]
     pool: list[PolicyNet] = []  # past snapshots of the network
     pool_seat = np.full((B, n), -1)  # member of fixed + pool playing each seat, -1: the learner
 
     def draw_pool(games):
-        if fixed or pool:
+        if trainer.lone_learner:
+            pool_seat[games] = lone_seats(rng, games.size, n, len(fixed))
+        elif fixed or pool:
             pick = rng.random((games.size, n)) < args.pool_prob
             who = rng.integers(len(fixed) + len(pool), size=(games.size, n))
             pool_seat[games] = np.where(pick, who, -1)
@@ -1091,7 +1288,7 @@ def run(
         """Evaluate the network now; print the result (after an update, its losses, entropy
         and explained variance first) and log it to TensorBoard."""
         net.eval()
-        ev = evaluate(net, args, rules, seed=args.seed + 1000)
+        ev = trainer.evaluate(net, rules, args.seed + 1000)
         net.train()
         if stats is not None:
             say(bar, f"update {label} decisions {decisions:,}: {train_message(stats)}")
@@ -1106,9 +1303,17 @@ def run(
     draw_pool(np.arange(B))
     bar = None
     history, updates = [], []
-    if args.eval_every and args.eval_opponents and not resumed and lead:  # where the curve starts
+    if args.eval_every and trainer.evaluate and not resumed and lead:  # where the curve starts
         ev = report_eval(str(start_update))
-        history.append({"update": start_update, "decisions": decisions, "seconds": 0.0, "eval": ev})
+        history.append(
+            {
+                "update": start_update,
+                "decisions": decisions,
+                "seconds": 0.0,
+                "total_seconds": resumed_seconds,
+                "eval": ev,
+            }
+        )
     clock = PhaseClock()
     t_start = time.perf_counter()
     r = None
@@ -1127,11 +1332,20 @@ def run(
         r = Rollout(T, B, env.step_id, hidden_size, net.in_size) if r is None else r.next(T)
         clock.start()
         for t in range(r.carried, r.carried + T):
-            o = torch.from_numpy(read(obs, masks))
             m = torch.from_numpy(masks)
             player = pool_seat[np.arange(B), seats]  # pool member to act, -1: the learner
+            mine = np.flatnonzero(player < 0) if trainer.lone_learner else None
+            o = torch.from_numpy(learner_input(read, obs, masks, mine, net.in_size))
             with torch.inference_mode():
-                action, logp, value = sample(net, o, m, device)
+                if mine is None:
+                    action, logp, value = sample(net, o, m, device)
+                else:  # the network runs on the learner's rows alone
+                    action, logp = torch.zeros(B, dtype=torch.long), torch.zeros(B)
+                    value = np.zeros(B, np.float32)
+                    if mine.size:
+                        action[mine], logp[mine], value[mine] = sample(
+                            net, o[mine], m[mine], device
+                        )
                 if critic is not None:
                     h = torch.from_numpy(env.hidden(args.oracle_draws))
                     r.hidden[t] = h
@@ -1139,7 +1353,10 @@ def run(
                 for k, member in enumerate(fixed + pool):
                     rows = np.flatnonzero(player == k)
                     if rows.size and k < len(fixed):
-                        action[rows] = fixed_actions(member, read, o[rows], obs[rows], masks[rows])
+                        x = o[rows] if mine is None else None  # the learner's input, if read
+                        action[rows] = fixed_actions(
+                            member, read, x, obs[rows], masks[rows], env.game.state, rows
+                        )
                     elif rows.size:
                         action[rows] = sample(member, o[rows], m[rows], device)[0]
             r.obs[t], r.mask[t], r.act[t], r.logp[t] = o, m, action, logp
@@ -1172,7 +1389,10 @@ def run(
             critic=critic,
             group=group,
             clone=clone,
+            magnet=magnet,
         )
+        if args.magnet == "lagged" and (update + 1) % args.magnet_every == 0:
+            magnet.anchor.load_state_dict(net.state_dict())
         clock.lap("update")
         hands_reward = r.rewards[r.dones]
         counts = torch.tensor(
@@ -1203,10 +1423,12 @@ def run(
                 break
             update += 1
             continue
+        seconds = time.perf_counter() - t_start
         row = {
             "update": update + 1,
             "decisions": decisions,
-            "seconds": time.perf_counter() - t_start,
+            "seconds": seconds,
+            "total_seconds": resumed_seconds + seconds,
             "train": stats,
         }
         updates.append(row)
@@ -1219,6 +1441,7 @@ def run(
                 "optimizer": opt.state_dict(),
                 "row": dict(row),  # metrics.jsonl's row without its evaluation (restore_row)
                 **({"critic": critic.state_dict()} if critic is not None else {}),
+                **({"magnet": magnet.anchor.state_dict()} if args.magnet in MAGNET_ANCHORS else {}),
                 "stages": [
                     *ckpt.get("stages", []),
                     {
@@ -1230,9 +1453,7 @@ def run(
             }
             save_checkpoint(out_dir / f"update_{update + 1}.pt", net, **extra)
             copy_atomic(out_dir / f"update_{update + 1}.pt", out_dir / "latest.pt")
-        if args.eval_opponents and (
-            (args.eval_every and (update + 1) % args.eval_every == 0) or last
-        ):
+        if trainer.evaluate and ((args.eval_every and (update + 1) % args.eval_every == 0) or last):
             of = f"/{num_updates}" if num_updates else ""
             row["eval"] = report_eval(f"{update + 1}{of}", stats)
             history.append(row)
