@@ -106,6 +106,7 @@ ARGS_FIELDS: dict[str, Check] = {
 FIELDS: dict[str, Check] = {
     "model": (_tensors, "a state dict (names to tensors)"),
     "critic": (_tensors, "a state dict (names to tensors)"),
+    "magnet": (_tensors, "a state dict (names to tensors)"),
     "optimizer": (
         lambda v: (
             isinstance(v, dict)

@@ -10,11 +10,11 @@ v1 observation it is given; or ``zhuoji-obs-v2+rule``, v2 and the ``rule`` agent
 record form, the optimizer state). It is read with
 ``torch.load(..., weights_only=True)``, which refuses to run code, once its tensors are sized
 (:mod:`agents.untrusted`: loading costs no more memory than the file's size, and tensors are
-only under ``model``, ``optimizer`` and ``critic``), and checked before use: a file that is not
-a checkpoint, is truncated, holds objects other than plain data, declares more than it holds, has
-a field that does not hold what it should (:mod:`agents.checkpoint_fields`), was trained on
-another observation size or version, or holds NaN or infinite weights raises ``ValueError``
-naming the file and what is wrong.
+only under ``model``, ``optimizer``, ``critic`` and ``magnet``), and checked before use: a file
+that is not a checkpoint, is truncated, holds objects other than plain data, declares more than
+it holds, has a field that does not hold what it should (:mod:`agents.checkpoint_fields`), was
+trained on another observation size or version, or holds NaN or infinite weights raises
+``ValueError`` naming the file and what is wrong.
 Four trained policies ship inside the package (``agents/policies``: ``ppo-guiyang``,
 ``ppo-classic``, ``ppo-app``, the strongest per preset, and ``ppo-scratch``, guiyang's
 from-scratch reference; each with a provenance file), named like any
@@ -211,9 +211,9 @@ def refused_global(exc: BaseException) -> str | None:
     return None
 
 
-TENSOR_KEYS = ("model", "optimizer", "critic")
-"""The keys of a checkpoint that hold tensors (the network's, the optimizer's and the oracle
-critic's state); every other key holds plain data."""
+TENSOR_KEYS = ("model", "optimizer", "critic", "magnet")
+"""The keys of a checkpoint that hold tensors (the network's, the optimizer's, the oracle
+critic's and the magnet anchor's state); every other key holds plain data."""
 
 
 def load_weights_only(

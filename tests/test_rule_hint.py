@@ -136,14 +136,3 @@ def test_an_unknown_input_version_is_refused_by_name():
         NetInput("zhuoji-obs-v3")
     with pytest.raises(ValueError, match="'zhuoji-obs-v3': one of"):
         PolicyNet(8, "zhuoji-obs-v3")
-
-
-def test_block_ablation_refuses_a_policy_that_reads_the_advice(tmp_path):
-    """Zeroing an observation block would change rule's advice too (and can make it fail)."""
-    from agents.analysis import block_ablation, play_traced
-
-    path = tmp_path / "copy.pt"
-    save_checkpoint(path, _copy_rule_net(), rules={"preset": "guiyang", "overrides": {}})
-    play = play_traced([f"ppo:{path}", "rule"], 1, seed=3, labels=["hinted", "rule"])
-    with pytest.raises(ValueError, match="'hinted' reads rule's advice .* cannot be ablated"):
-        block_ablation(play, "hinted")

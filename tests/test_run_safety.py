@@ -1090,7 +1090,7 @@ def test_a_resume_without_annealing_trains_at_the_lr_given(tmp_path):
     annealed run of four updates), and nothing but the annealing ever set it again."""
     run = tmp_path / "run"
     argv = [*TINY, "--out-dir", str(run)]
-    assert ppo_selfplay.main([*argv, "--total-decisions", "128"]) == 0
+    assert ppo_selfplay.main([*argv, "--total-decisions", "128", "--lr", "3e-4"]) == 0
     assert _rows(run)[-1]["train"]["train/lr"] < 1e-4  # annealed towards 0
     resume = ["--resume", str(run / "latest.pt"), "--total-decisions", "192", "--no-anneal-lr"]
     assert ppo_selfplay.main([*argv, *resume, "--lr", "1e-3"]) == 0

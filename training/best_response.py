@@ -70,8 +70,11 @@ from training.cli import (
 )
 from training.distributed import Job, data_parallel, launch
 from training.learner import ProcessGroup
+from zhuoji_env.commands import prog
 from zhuoji_env.fileio import unused_path, write_atomic, write_text_atomic
+from zhuoji_env.limits import exits_2_when_out_of_memory
 from zhuoji_env.rules import Rules
+from zhuoji_env.versions import stamp
 
 INITS = ("scratch", "clone", "target")
 """Where the exploiter starts (``--init``)."""
@@ -470,11 +473,20 @@ def finish(args: Args, checked: Checked, out: dict) -> dict:
         "play": play,
         "speed": speed,
         "line": margin_line(minutes, final[play]),
+        "versions": stamp(),
     }
     write_text_atomic(out_dir / "best_response.json", json_text(record, indent=1) + "\n")
     write_text_atomic(
         out_dir / "curve.json",
-        json_text({"target": args.target, "deals": args.eval_deals, "points": points}, indent=1)
+        json_text(
+            {
+                "target": args.target,
+                "deals": args.eval_deals,
+                "points": points,
+                "versions": stamp(),
+            },
+            indent=1,
+        )
         + "\n",
     )
     alone = f"1 vs {rules.num_players - 1}"
@@ -504,8 +516,10 @@ JOB = Job(PROG, check_args, train_share, files={"resume": "checkpoint"})
 """What each process of a data-parallel run does: checks its flags, then trains its share."""
 
 
+@exits_2_when_out_of_memory(PROG)
 def main(argv: list[str] | None = None) -> int:
-    return run_main(train, parse_args(Args, argv, __doc__, PROG), PROG)
+    args = parse_args(Args, argv, __doc__, prog(MODULE))
+    return run_main(train, args, PROG, lambda a: ppo_selfplay.saved_message(a, PROG))
 
 
 if __name__ == "__main__":

@@ -1522,21 +1522,22 @@ JOB = Job(PROG, check_args, train_share, files={"resume": "checkpoint"})
 checks its flags, then trains its share; every process needs the same ``--resume``."""
 
 
-def saved_message(args: Args) -> str:
+def saved_message(args: Args, command: str = PROG) -> str:
     """What a run stopped by Ctrl-C left in ``--out-dir`` and the command that resumes it from
     its newest checkpoint (``latest.pt``, or the ``update_<k>.pt`` a stop kept it from copying
-    there), or, with none saved, starts it again (:func:`training.cli.start_again`)."""
+    there), or, with none saved, starts it again (:func:`training.cli.start_again`); ``command``
+    is the trainer's (a best response resumes with its own)."""
     out = Path(args.out_dir)
     saved = [p for p in run_files(out) if checkpoint_update(p) is not None]
     if not saved:
-        return start_again(PROG, args, run_files(out))
+        return start_again(command, args, run_files(out))
     newest = max(saved, key=checkpoint_update)
     ckpt = load_weights_only(newest, str(newest))
     if (out / "latest.pt").is_file() and load_weights_only(out / "latest.pt", "latest.pt").get(
         "update"
     ) == ckpt.get("update"):
         newest = out / "latest.pt"
-    again = command_line(PROG, dataclasses.replace(args, resume=str(newest), force=False))
+    again = command_line(command, dataclasses.replace(args, resume=str(newest), force=False))
     return (
         f"{newest} holds update {ckpt.get('update', 0)} ({ckpt.get('decisions', 0):,} "
         f"decisions) and metrics.jsonl its rows; resume with: {again}"

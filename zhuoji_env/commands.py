@@ -16,6 +16,7 @@ COMMANDS = {
     "zhuoji-play": "agents.play",
     "zhuoji-train": "training.ppo_selfplay",
     "zhuoji-train-sb3": "training.sb3_maskable",
+    "zhuoji-best-response": "training.best_response",
     "zhuoji-demo": "training.demo",
     "zhuoji-curve": "training.curve",
     "zhuoji-ship-policy": "training.ship_policy",
