@@ -15,6 +15,7 @@ import torch.distributed as dist
 import torch.multiprocessing as tmp
 
 from agents.ppo import PolicyNet, load_checkpoint
+from training import distributed, ppo_selfplay
 from training.cli import FlagError
 from training.learner import Batch, CloneLoss, Demonstrations, Magnet, ProcessGroup, ppo_update
 from training.ppo_selfplay import Args, train
@@ -336,3 +337,21 @@ def test_a_best_response_with_a_magnet_trains_in_two_processes(tmp_path):
     assert ckpt["args"]["target"] == "greedy" and ckpt["args"]["processes"] == 2
     assert "training.best_response" in ckpt["stages"][-1]["command"]
     assert out["final"]["sampling"]["deals"] == 2
+
+
+def test_the_first_process_may_work_on_alone_after_the_others_finished(tmp_path, monkeypatch):
+    """Process 0 evaluates, measures and plots after the other processes' shares have ended
+    (a best response's final measurement takes minutes); their silence then is no frozen
+    process. Here process 0's own watch counts 1 s of silence as frozen, and it works on 4 s."""
+    monkeypatch.setattr(distributed, "SILENT", 1.0)
+    run = ppo_selfplay.run
+
+    def slow_lead(*args, **kw):
+        out = run(*args, **kw)
+        if out:  # process 0's results; the spawned process 1 runs the module as it is
+            time.sleep(4)
+        return out
+
+    monkeypatch.setattr(ppo_selfplay, "run", slow_lead)
+    out = train(_small(tmp_path, eval_opponents=""))
+    assert out["decisions"] == 3 * 8 * 16

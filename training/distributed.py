@@ -332,6 +332,12 @@ class Watch:
         self._thread = threading.Thread(target=self._loop, name="zhuoji-watch", daemon=True)
         self._thread.start()
 
+    def finished(self) -> None:
+        """Record that this process's share ended well: its heartbeat stops now, and process 0,
+        which may work on alone (a final evaluation, measurement or plot), must not take that
+        silence for a frozen process."""
+        self.store.add(f"{KEY}finished/{self.place.rank}", 1)
+
     def close(self) -> None:
         """Stop watching (the thread ends within a heartbeat)."""
         self._done.set()
@@ -435,6 +441,8 @@ class Watch:
         now = time.monotonic()
         watched = range(1, p.size) if p.rank == 0 else [0]  # process 0 watches all, all it
         for k, count in self.beats(watched).items():
+            if self.store.check([f"{KEY}finished/{k}"]):
+                continue
             heard = self._heard.get(k)
             if heard is None or heard[0] != count:
                 self._heard[k] = (count, now)
@@ -607,6 +615,7 @@ def data_parallel(args: Any, place: Place, job: Job) -> dict:
                 children.append(child)
         group = _join(place, store, args, job.files)
         out = job.run(args, checked, group)
+        watch.finished()
         watch.close()
     except BaseException as exc:
         watch.handling.set()
