@@ -364,12 +364,14 @@ class Ladder:
         rated: Sequence[str] | None = None,
         compare: tuple[str, dict[str, float]] | None = None,
         notes: Sequence[str] = (),
+        best_responses: dict[str, dict[str, Any]] | None = None,
     ) -> str:
         """The ratings, then every pair's own margin (row minus column): one number per agent
         can be a poor summary (the chi-square says how poor), so the pairs are shown too.
         ``rated``: per agent, where its rating comes from (a column); ``compare``: a column's
         heading and other ratings by label (a reused ladder's as published, or a full refit);
-        ``notes``: paragraphs after the ratings."""
+        ``notes``: paragraphs after the ratings; ``best_responses``: by agent spec, what a learned
+        best response wins from it (:func:`read_best_response`), a column when given."""
         lines = [f"#### {title}", ""] if title else []
         head = f"| rank | agent | rating ({unit}, {self.anchor} = 0) | 95% interval |"
         rule = "|---:|---|---:|---|"
@@ -377,6 +379,8 @@ class Ladder:
             head, rule = head + " rated |", rule + "---|"
         if compare is not None:
             head, rule = head + f" {compare[0]} |", rule + "---:|"
+        if best_responses:
+            head, rule = head + " best-response margin (budget) |", rule + "---|"
         lines += [head, rule]
         for rank, i in enumerate(self.order(), 1):
             lo, hi = self.ci95[i]
@@ -387,6 +391,9 @@ class Ladder:
             if compare is not None:
                 other = compare[1].get(self.labels[i])
                 row += f" {other:+.2f} |" if other is not None else " |"
+            if best_responses:
+                found = best_responses.get(self.specs[i])
+                row += f" {best_response_text(found) if found else 'not measured'} |"
             lines.append(row)
         chi2, dof = self.chi2()
         worst = max(zip(self.residuals(), self.pairs, strict=True), key=lambda t: abs(t[0]))
@@ -714,6 +721,7 @@ class LadderFile:
     played: set[frozenset[str]]  # the specs of every pair it holds (reusable or not)
     stale: list[tuple[str, str | None, str | None]]  # (label, sha256 recorded, now): changed
     bootstrap: Any  # its fit's resamples, as written
+    best_responses: dict[str, dict[str, Any]]  # by target spec: the column (read_best_response)
 
     @property
     def specs(self) -> list[str]:
@@ -826,6 +834,14 @@ def read_ladder(path: str, rules: Rules, deals: int, seed: int, seating: str) ->
         out[(a["spec"], b["spec"])] = pair
         out[(b["spec"], a["spec"])] = pair.swapped()
     fit = data.get("fit")
+    known = data.get("best_responses", {})
+    if not isinstance(known, dict) or not all(
+        spec in agents and _best_response_row(row) for spec, row in known.items()
+    ):
+        raise ValueError(
+            f"--reuse {path!r}: best_responses must map agents of the file to best-response "
+            f"summaries ({', '.join(BEST_RESPONSE_KEYS)})"
+        )
     return LadderFile(
         path,
         hashlib.sha256(raw).hexdigest(),
@@ -834,6 +850,95 @@ def read_ladder(path: str, rules: Rules, deals: int, seed: int, seating: str) ->
         played,
         stale,
         fit.get("bootstrap") if isinstance(fit, dict) else None,
+        {spec: dict(row) for spec, row in known.items() if agents[spec]["spec"] == spec},
+    )
+
+
+BEST_RESPONSE_KEYS = ("margin", "ci95", "play", "deals", "decisions", "minutes", "file")
+"""What a ladder holds of a best response to one of its agents (:func:`read_best_response`)."""
+
+
+def _best_response_row(row: Any) -> bool:
+    """Whether ``row`` is a best-response summary as :func:`read_best_response` writes it."""
+    numbers = ("margin", "decisions", "minutes", "deals")
+    return (
+        isinstance(row, dict)
+        and set(row) == set(BEST_RESPONSE_KEYS)
+        and all(is_real(row[k]) and math.isfinite(row[k]) for k in numbers)
+        and isinstance(row["ci95"], list)
+        and len(row["ci95"]) == 2
+        and all(is_real(x) and math.isfinite(x) for x in row["ci95"])
+        and row["play"] in ("sampling", "argmax")
+        and isinstance(row["file"], str)
+    )
+
+
+def read_best_response(path: str, rules: Rules) -> tuple[str, dict[str, Any]]:
+    """``(target spec, summary)`` of a ``training.best_response`` run's ``best_response.json``:
+    the exploiter's 1-vs-3 margin over its target on the run's fresh deals (by the play the run
+    chose, sampling or argmax), its interval, and the budget (decisions trained, all seats, and
+    minutes). A file of other rules or another environment version, or one that lacks a field,
+    is refused naming the file and the field."""
+    where = f"--best-responses {path!r}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{where}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: not a best_response.json (an object)")
+    if "versions" in data:
+        made = check_stamp(data["versions"], where)
+        if made["environment"] != ENVIRONMENT:
+            raise ValueError(
+                f"{where}: made under environment {made['environment']}, this ladder plays "
+                f"{ENVIRONMENT}"
+            )
+    want = {"preset": rules.preset, "overrides": rules.overrides}
+    if data.get("rules") != want:
+        raise ValueError(f"{where}: its rules are {data.get('rules')!r}, this ladder's {want!r}")
+    target, play, final = data.get("target"), data.get("play"), data.get("final")
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"{where}: 'target' must be the target's agent spec")
+    if play not in ("sampling", "argmax") or not isinstance(final, dict):
+        raise ValueError(f"{where}: needs 'play' (sampling or argmax) and 'final' measurements")
+    measured = final.get(play)
+    row = {
+        "margin": measured.get("margin") if isinstance(measured, dict) else None,
+        "ci95": measured.get("margin_ci95") if isinstance(measured, dict) else None,
+        "play": play,
+        "deals": measured.get("deals") if isinstance(measured, dict) else None,
+        "decisions": data.get("decisions"),
+        "minutes": data.get("minutes"),
+        "file": Path(path).as_posix(),
+    }
+    if isinstance(row["ci95"], tuple):
+        row["ci95"] = list(row["ci95"])
+    if not _best_response_row(row):
+        bad = [k for k in ("margin", "ci95", "deals", "decisions", "minutes") if row[k] is None]
+        raise ValueError(
+            f"{where}: a field is missing or not a finite number"
+            + (f" ({', '.join(bad)})" if bad else "")
+        )
+    return target, row
+
+
+def best_response_files(text: str | None) -> list[str]:
+    """The comma-separated paths of ``--best-responses`` (none when not given); an empty item
+    raises ``ValueError``."""
+    if text is None:
+        return []
+    paths = [p.strip() for p in text.split(",")]
+    if "" in paths:
+        raise ValueError(f"--best-responses {text!r}: an empty path; give comma-separated files")
+    return paths
+
+
+def best_response_text(row: dict[str, Any]) -> str:
+    """A best-response summary as the ladder's column shows it: margin, interval, budget."""
+    lo, hi = row["ci95"]
+    return (
+        f"{row['margin']:+.2f} [{lo:+.2f}, {hi:+.2f}] after {row['decisions'] / 1e6:.1f}M "
+        f"decisions ({row['minutes']:.0f} min)"
     )
 
 
@@ -1057,7 +1162,9 @@ def reuse_report(
     return rated, column, notes, record
 
 
-def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra):
+def ladder_json(
+    ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra, best_responses=None
+):
     pairs = []
     for p, fitted in zip(ladder.pairs, ladder.residuals(), strict=True):
         row = p.to_json()
@@ -1095,6 +1202,7 @@ def ladder_json(ladder: Ladder, rules: Rules, deals: int, seed: int, seating: st
                 for rank, i in enumerate(ladder.order(), 1)
             ],
             "pairs": pairs,
+            **({"best_responses": best_responses} if best_responses else {}),
         }
     )
 
@@ -1179,6 +1287,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="MODULE|FILE.py",
         help="import MODULE, or the Python file FILE.py, first (it may register agents)",
+    )
+    parser.add_argument(
+        "--best-responses",
+        metavar="FILES",
+        help="comma-separated best_response.json files of training.best_response runs against "
+        "agents of the ladder ({preset} names the preset): a column of what each exploiter wins "
+        "(a reused ladder's column is kept)",
     )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -1296,6 +1411,15 @@ def main(argv: list[str] | None = None) -> int:
                     for row in t.agents:
                         other.setdefault(row["label"], t.recorded(row["spec"])[0])
                 report = reuse_report(ladder, files, False, other, new, None, seed)
+            column = {spec: row for t in files for spec, row in t.best_responses.items()}
+            for path in best_response_files(args.best_responses):
+                target, row = read_best_response(path.replace("{preset}", preset), rules)
+                if target not in specs:
+                    raise ValueError(
+                        f"--best-responses {path!r}: its target {target!r} is not rated here "
+                        f"(the agents: {', '.join(specs)})"
+                    )
+                column[target] = row
         except ValueError as exc:
             parser.error(str(exc))
         title = f"{args.protocol or 'ladder'}, {preset}"
@@ -1303,8 +1427,8 @@ def main(argv: list[str] | None = None) -> int:
             verb = "tried against" if args.quick else "joining" if held else "refit with"
             title += f": {', '.join(f'`{x}`' for x in new)} {verb} {files[0].path}"
         unit = "番 per hand" if preset == "classic" else "points per hand"
-        rated, column, notes, record = report or (None, None, (), {})
-        table = ladder.markdown(title, unit, rated, column, notes)
+        rated, compared, notes, record = report or (None, None, (), {})
+        table = ladder.markdown(title, unit, rated, compared, notes, column)
         print(table)
         extra = {"protocol": args.protocol, "run_seconds": round(time.perf_counter() - start, 1)}
         moved = args.device and on_devices(specs, args.device)[1]
@@ -1312,7 +1436,9 @@ def main(argv: list[str] | None = None) -> int:
         extra |= {"portable": is_portable(), **record}
         if args.json:
             body = compact_lists(
-                json.dumps(ladder_json(ladder, rules, deals, seed, seating, extra), indent=1)
+                json.dumps(
+                    ladder_json(ladder, rules, deals, seed, seating, extra, column), indent=1
+                )
             )
             write_text_atomic(args.json.replace("{preset}", preset), body + "\n")
         if args.markdown:
