@@ -722,6 +722,7 @@ class LadderFile:
     stale: list[tuple[str, str | None, str | None]]  # (label, sha256 recorded, now): changed
     bootstrap: Any  # its fit's resamples, as written
     best_responses: dict[str, dict[str, Any]]  # by target spec: the column (read_best_response)
+    versions: dict[str, str] | None  # what its pairs were played under (None: not stated)
 
     @property
     def specs(self) -> list[str]:
@@ -775,7 +776,8 @@ def read_ladder(path: str, rules: Rules, deals: int, seed: int, seating: str) ->
         raise ValueError(f"--reuse {path!r}: cannot read it as JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"--reuse {path!r}: not a {FORMAT} file")
-    if "versions" in data:  # a file without them was written before versions were stated
+    made = None  # a file without versions was written before they were stated
+    if "versions" in data:
         made = check_stamp(data["versions"], f"--reuse {path!r}")
         if made["environment"] != ENVIRONMENT:
             raise ValueError(
@@ -851,6 +853,7 @@ def read_ladder(path: str, rules: Rules, deals: int, seed: int, seating: str) ->
         stale,
         fit.get("bootstrap") if isinstance(fit, dict) else None,
         {spec: dict(row) for spec, row in known.items() if agents[spec]["spec"] == spec},
+        made,
     )
 
 
@@ -1162,9 +1165,28 @@ def reuse_report(
     return rated, column, notes, record
 
 
+def played_under(ladder: Ladder, files: Sequence[LadderFile]) -> dict[str, str]:
+    """The versions a ladder's pairs were played under, as its JSON states them: those of the
+    file it reused where it played no pair itself and its files state the same ones (a column
+    added to a published table keeps the table's versions), else this package's."""
+    stated = [t.versions for t in files]
+    if stated and all(p.reused for p in ladder.pairs) and all(v == stated[0] for v in stated):
+        return stated[0] or stamp()
+    return stamp()
+
+
 def ladder_json(
-    ladder: Ladder, rules: Rules, deals: int, seed: int, seating: str, extra, best_responses=None
+    ladder: Ladder,
+    rules: Rules,
+    deals: int,
+    seed: int,
+    seating: str,
+    extra,
+    best_responses=None,
+    versions: dict[str, str] | None = None,
 ):
+    """The ladder JSON (format ``zhuoji-ladder-1``); ``versions`` defaults to this package's
+    (:func:`played_under` gives a reused ladder's)."""
     pairs = []
     for p, fitted in zip(ladder.pairs, ladder.residuals(), strict=True):
         row = p.to_json()
@@ -1175,7 +1197,7 @@ def ladder_json(
     return standard_json(
         {
             "format": FORMAT,
-            "versions": stamp(),
+            "versions": versions or stamp(),
             **extra,
             "rules": {"preset": rules.preset, "overrides": rules.overrides},
             "deals": deals,
@@ -1437,7 +1459,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             body = compact_lists(
                 json.dumps(
-                    ladder_json(ladder, rules, deals, seed, seating, extra, column), indent=1
+                    ladder_json(
+                        ladder,
+                        rules,
+                        deals,
+                        seed,
+                        seating,
+                        extra,
+                        column,
+                        played_under(ladder, files),
+                    ),
+                    indent=1,
                 )
             )
             write_text_atomic(args.json.replace("{preset}", preset), body + "\n")

@@ -14,6 +14,7 @@ import pytest
 
 from agents import ladder
 from training import best_response as br
+from zhuoji_env.versions import ENVIRONMENT, stamp
 
 LADDER = ["--agents", "random,greedy", "--deals", "3", "--bootstrap", "20", "--no-progress"]
 
@@ -53,6 +54,26 @@ def test_the_column_shows_the_measured_agents_margin_and_budget(against_greedy, 
     again = tmp_path / "again.md"  # reused (no pair played again): the column is kept
     assert ladder.main([*LADDER, "--reuse", str(out), "--markdown", str(again)]) == 0
     assert next(x for x in again.read_text().splitlines() if "| `greedy` |" in x).endswith(cell)
+
+
+def test_a_column_added_to_a_reused_ladder_keeps_the_versions_its_pairs_were_played_under(
+    against_greedy, tmp_path
+):
+    """Adding a column plays nothing: the table still states the versions of its pairs (a
+    published table's, played by an earlier release); a table that plays a pair states this
+    package's."""
+    published = tmp_path / "published.json"
+    assert ladder.main([*LADDER, "--json", str(published)]) == 0
+    earlier = {"zhuoji_env": "0.1.0", "environment": ENVIRONMENT}
+    published.write_text(json.dumps(dict(json.loads(published.read_text()), versions=earlier)))
+    column = tmp_path / "column.json"
+    argv = [*LADDER, "--reuse", str(published), "--best-responses", str(against_greedy)]
+    assert ladder.main([*argv, "--json", str(column)]) == 0
+    assert json.loads(column.read_text())["versions"] == earlier
+    joined = tmp_path / "joined.json"
+    argv = [*LADDER, "--agents", "random,greedy,rule", "--reuse", str(published)]
+    assert ladder.main([*argv, "--json", str(joined)]) == 0
+    assert json.loads(joined.read_text())["versions"] == stamp()
 
 
 @pytest.mark.parametrize(
